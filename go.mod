@@ -1,0 +1,3 @@
+module github.com/learnerassignor/learner
+
+go 1.26

@@ -1,0 +1,76 @@
+package learner
+
+// MemberMetadata is what a member reports when it joins a rebalance: its own
+// view of the tasks it runs, so the leader needs no history of its own and a
+// leader crash loses nothing.
+//
+// Every list holds task IDs of the topology; order within a list does not
+// matter. A task may appear in at most one of Assigned, Revoked, Learning and
+// Standby, and Ready must be a subset of Learning. Nil and empty lists are
+// the same. Tasks the topology no longer has are allowed in every list: they
+// come back in the member's Revoked (when it ran them) or are dropped.
+type MemberMetadata struct {
+	// ID identifies the member: non-empty, at most 255 bytes of letters,
+	// digits, '_', '-' and '.', unique within the group.
+	ID string
+
+	// Assigned lists the active tasks the member runs.
+	Assigned []string
+	// Revoked lists the tasks the member gave up at this join because its
+	// last assignment tagged them learned (someone else is learning them).
+	// It keeps their state, so it is the task's owner until a learner takes over.
+	Revoked []string
+	// Learning lists the member's learner tasks: tasks it replays beside
+	// their active owner so it can take them over without downtime.
+	Learning []string
+	// Ready lists the learner tasks whose replay has finished.
+	Ready []string
+	// Standby lists the member's standby replicas.
+	Standby []string
+	// Leaving is the join reason "leaving soon": the member gets nothing new
+	// and hands its tasks over through learners before it shuts down.
+	Leaving bool
+
+	// Capacity is the member's processing capacity, for example its number of
+	// stream threads; balancing evens out load per unit of capacity.
+	// Zero means 1.
+	Capacity int
+	// Rack is the member's failure domain. Standbys go to racks other than
+	// their active's where possible. Empty means no rack.
+	Rack string
+	// Lag reports the remaining changelog lag of the member's learner and
+	// standby tasks. With Options.AcceptableLag a learner close enough counts
+	// as ready, and the leader picks the least-lagging member to learn a task.
+	Lag []TaskLag
+}
+
+// TaskLag is the remaining changelog lag of one task's local state on a
+// member: the number of records it still has to replay.
+type TaskLag struct {
+	Task string
+	Lag  int64
+}
+
+// Assignment is the leader's answer to one member: what it runs from now on.
+//
+// Lists are in the topology's task order and never nil-versus-empty
+// sensitive. A member compares Assigned with what it runs: tasks it runs
+// that are not in Assigned are in Revoked and must be closed.
+type Assignment struct {
+	// MemberID is the ID of the member this assignment is for.
+	MemberID string
+
+	// Assigned lists the member's active tasks.
+	Assigned []string
+	// Revoked lists the tasks the member held (in its Assigned or Revoked at
+	// join) and no longer keeps: it closes them for good.
+	Revoked []string
+	// Learning lists the tasks the member learns: it replays their state
+	// and rejoins once they are ready.
+	Learning []string
+	// Learned lists the member's active tasks that another member is
+	// learning (the isLearned tag): the member revokes them when it next joins.
+	Learned []string
+	// Standby lists the member's standby replicas.
+	Standby []string
+}

@@ -1,0 +1,45 @@
+package learner
+
+import "strings"
+
+// naturalLess orders IDs the way people read them: runs of digits compare as
+// numbers, so "S2" sorts before "S10". IDs equal as numbers ("S01", "S1")
+// fall back to byte order, so the order is total.
+func naturalLess(a, b string) bool {
+	if c := naturalCompare(a, b); c != 0 {
+		return c < 0
+	}
+	return a < b
+}
+
+func naturalCompare(a, b string) int {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if isDigit(a[i]) && isDigit(b[j]) {
+			si, sj := i, j
+			for i < len(a) && isDigit(a[i]) {
+				i++
+			}
+			for j < len(b) && isDigit(b[j]) {
+				j++
+			}
+			na := strings.TrimLeft(a[si:i], "0")
+			nb := strings.TrimLeft(b[sj:j], "0")
+			if len(na) != len(nb) {
+				return len(na) - len(nb)
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			continue
+		}
+		if a[i] != b[j] {
+			return int(a[i]) - int(b[j])
+		}
+		i++
+		j++
+	}
+	return (len(a) - i) - (len(b) - j)
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }

@@ -1,0 +1,115 @@
+package learner
+
+// Task is one task of the topology.
+type Task struct {
+	// ID names the task: non-empty, at most 255 bytes of letters, digits,
+	// '_', '-' and '.'. IDs of the Kafka Streams form "<subtopology>_<partition>"
+	// (for example "0_3") are interned without hashing and spread per
+	// subtopology when balancing.
+	ID string
+	// Stateful tasks keep local state backed by a changelog: moving one goes
+	// through a learner that replays it first. Stateless tasks move at once.
+	Stateful bool
+}
+
+// taskIndex interns task IDs into dense indices (positions in the topology).
+//
+// Hashing is the dominant cost of interning a million IDs, so IDs of the
+// Kafka Streams form "<subtopology>_<partition>" skip the map: both numbers
+// are parsed and looked up in a per-subtopology table. Only canonical
+// decimals (no sign, no leading zeros) take that path, so every ID has
+// exactly one way in and the two paths never disagree.
+type taskIndex struct {
+	byName map[string]int32 // IDs not of the numeric form
+	bySub  [][]int32        // [subtopology][partition] -> index, -1 for a hole
+}
+
+// maxTablePartition bounds the per-subtopology tables so that a topology
+// with a few huge partition numbers cannot make New allocate gigabytes; such
+// IDs take the map instead.
+const maxTablePartition = 1 << 22
+
+func newTaskIndex(tasks []Task) taskIndex {
+	x := taskIndex{byName: make(map[string]int32)}
+	for i, t := range tasks {
+		sub, part, ok := parseSubtopologyID(t.ID)
+		if !ok || sub >= 1<<16 || part >= maxTablePartition {
+			x.byName[t.ID] = int32(i)
+			continue
+		}
+		for len(x.bySub) <= sub {
+			x.bySub = append(x.bySub, nil)
+		}
+		row := x.bySub[sub]
+		for len(row) <= part {
+			row = append(row, -1)
+		}
+		row[part] = int32(i)
+		x.bySub[sub] = row
+	}
+	return x
+}
+
+// lookup returns the index of the task with the given ID, or -1.
+func (x *taskIndex) lookup(id string) int32 {
+	if sub, part, ok := parseSubtopologyID(id); ok && sub < len(x.bySub) {
+		if row := x.bySub[sub]; part < len(row) && row[part] >= 0 {
+			return row[part]
+		}
+	}
+	if i, ok := x.byName[id]; ok {
+		return i
+	}
+	return -1
+}
+
+// parseSubtopologyID parses "<subtopology>_<partition>" with both numbers in
+// canonical decimal form.
+func parseSubtopologyID(id string) (sub, part int, ok bool) {
+	us := -1
+	for i := 0; i < len(id); i++ {
+		if id[i] == '_' {
+			us = i
+			break
+		}
+	}
+	if us < 0 {
+		return 0, 0, false
+	}
+	sub, ok = parseCanonical(id[:us])
+	if !ok {
+		return 0, 0, false
+	}
+	part, ok = parseCanonical(id[us+1:])
+	return sub, part, ok
+}
+
+func parseCanonical(s string) (int, bool) {
+	if len(s) == 0 || len(s) > 9 || (s[0] == '0' && len(s) > 1) {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, true
+}
+
+// validID reports whether id is a well-formed member, task or rack ID.
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > maxIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+const maxIDLen = 255
