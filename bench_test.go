@@ -2,38 +2,28 @@ package learner
 
 import (
 	"fmt"
-	"os"
 	"testing"
 )
 
 // The benchmarks run Assign, and a floor pass for comparison, on every size
 // and event of benchgen_test.go. Reproduce the README's table with
 //
-//	LEARNER_BENCH_LARGE=1 go test -run='^$' -bench=. -count=5 -timeout=30m
+//	go test -run='^$' -bench=. -count=5
 //
 // Inputs are built inside each sub-benchmark, before b.Loop starts the timer;
 // b.Loop runs the sub-benchmark's body once per -count, so they are built
-// once.
+// once. Building the largest inputs takes well under a second, so CI's
+// -benchtime=1x run covers every size.
 
 // benchSize is a group size: members and topology tasks.
 type benchSize struct{ members, tasks int }
 
-// benchLargeEnv enables the largest size (10,000 members, 1,000,000 tasks).
-// Its inputs take seconds to build, too long for every CI run.
-const benchLargeEnv = "LEARNER_BENCH_LARGE"
-
-func benchSizes() []benchSize {
-	sizes := []benchSize{{100, 10_000}, {1_000, 100_000}}
-	if os.Getenv(benchLargeEnv) == "1" {
-		sizes = append(sizes, benchSize{10_000, 1_000_000})
-	}
-	return sizes
-}
+var benchSizes = []benchSize{{100, 10_000}, {1_000, 100_000}, {10_000, 1_000_000}}
 
 // forEachBenchInput runs body as one sub-benchmark per size and event, named
 // members=M/tasks=T/event=E, with the Assignor and members of that input.
 func forEachBenchInput(b *testing.B, body func(b *testing.B, a *Assignor, members []MemberMetadata)) {
-	for _, size := range benchSizes() {
+	for _, size := range benchSizes {
 		var tasks []Task // built on first use: -bench may skip a whole size
 		for _, ev := range benchEvents {
 			b.Run(fmt.Sprintf("members=%d/tasks=%d/event=%s", size.members, size.tasks, ev), func(b *testing.B) {

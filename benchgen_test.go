@@ -326,3 +326,50 @@ func checkBenchMembers(t *testing.T, tasks []Task, m int, ev benchEvent, members
 		t.Errorf("settled members hold %d to %d tasks, want a balanced layout", minAssigned, maxAssigned)
 	}
 }
+
+// TestBenchEventsWork checks that Assign does the work each benchmark event
+// is named for, so no benchmark measures a shortcut: stable inputs are fixed
+// points, new and leaving members lead to learners, orphans and ready
+// learners get owners at once.
+func TestBenchEventsWork(t *testing.T) {
+	const m = 100
+	tasks := benchTopology(10_000)
+	for _, ev := range benchEvents {
+		a, err := New(tasks, benchOptions(ev))
+		if err != nil {
+			t.Fatalf("New(benchTopology(%d)) error: %v", len(tasks), err)
+		}
+		members := benchMembers(tasks, m, ev)
+		out, err := a.Assign(members)
+		if err != nil {
+			t.Fatalf("Assign(%s) error: %v", ev, err)
+		}
+		in := map[string]*MemberMetadata{}
+		for i := range members {
+			in[members[i].ID] = &members[i]
+		}
+		var assigned, learning int
+		for _, as := range out {
+			md := in[as.MemberID]
+			assigned += len(as.Assigned)
+			learning += len(as.Learning)
+			switch {
+			case (ev == eventStable || ev == eventStandbys) && !(slices.Equal(as.Assigned, md.Assigned) &&
+				slices.Equal(as.Standby, md.Standby) && len(as.Revoked)+len(as.Learning)+len(as.Learned) == 0):
+				t.Errorf("Assign(%s) = %+v for %s, want its input back", ev, as, md.ID)
+			case ev == eventScaleUp && len(md.Assigned) == 0 && len(as.Learning) == 0:
+				t.Errorf("Assign(%s): new member %s learns nothing, want its share", ev, md.ID)
+			case ev == eventScaleDown && md.Leaving && len(as.Learned) != len(md.Assigned):
+				t.Errorf("Assign(%s): leaving member %s has %d of its %d tasks learned, want all", ev, md.ID, len(as.Learned), len(md.Assigned))
+			case ev == eventPromote && len(md.Ready) > 0 && !slices.Equal(as.Assigned, md.Ready):
+				t.Errorf("Assign(%s): ready learner %s gets %v, want %v", ev, md.ID, as.Assigned, md.Ready)
+			}
+		}
+		if assigned != len(tasks) {
+			t.Errorf("Assign(%s) assigns %d tasks, want all %d", ev, assigned, len(tasks))
+		}
+		if (ev == eventCrash || ev == eventPromote) && learning > 0 {
+			t.Errorf("Assign(%s) places %d learners, want none (orphans and ready learners move at once)", ev, learning)
+		}
+	}
+}
