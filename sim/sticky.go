@@ -11,9 +11,9 @@ import (
 // rule: stop-the-world (eager protocol), cooperative without learners, and
 // warm-up replicas with probing rebalances (KIP-441).
 type stickyStrategy struct {
-	e       *engine
-	kind    Strategy
-	probing bool // a probing rebalance is scheduled
+	e     *engine
+	kind  Strategy
+	probe uint64 // bumped to cancel the scheduled probing rebalance
 }
 
 func (s *stickyStrategy) name() string                        { return s.kind.String() }
@@ -49,23 +49,28 @@ func (s *stickyStrategy) join(m *member) learner.MemberMetadata {
 }
 
 // settled asks for the follow-up rebalance that hands withheld tasks to
-// their new owners and, for warm-ups in flight, schedules a probing
-// rebalance.
+// their new owners. For warm-ups still catching up it schedules a probing
+// rebalance an interval later; like Kafka, every assignment replaces the
+// schedule of the one before.
 func (s *stickyStrategy) settled(r Round) {
 	if len(r.Withheld) > 0 {
 		s.e.requestRebalance("follow-up for revoked tasks")
 	}
-	if s.kind != WarmUp || s.probing {
+	if s.kind != WarmUp {
 		return
 	}
+	s.probe++
 	for _, a := range r.Assignments {
-		if len(a.Learning) > 0 {
-			s.probing = true
-			s.e.at(s.e.now+s.e.sc.ProbingInterval, func() {
-				s.probing = false
-				s.e.requestRebalance("probing rebalance")
-			})
-			return
+		for _, id := range a.Learning {
+			if !slices.Contains(r.Withheld, id) {
+				probe := s.probe
+				s.e.at(s.e.now+s.e.sc.ProbingInterval, func() {
+					if s.probe == probe {
+						s.e.requestRebalance("probing rebalance")
+					}
+				})
+				return
+			}
 		}
 	}
 }
