@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,6 +104,7 @@ const (
 //	tasks T1-T80 size 100-8000 seed 1   # stateful, sizes drawn uniformly with the seed
 //	tasks T81 T82 size 500       # stateful, one size
 //	tasks T83-T96 stateless
+//	stateless T6 T12             # make tasks defined above stateless
 //	members S1-S8 rate 40        # the group at time zero, balanced and warm
 //	at 1m join S9 S10 rate 60
 //	at 2h leave S3 S7
@@ -167,6 +169,8 @@ func Parse(src string) (*Scenario, error) {
 			}
 		case "tasks":
 			err = sc.parseTasks(f[1:], seen, n, fail)
+		case "stateless":
+			err = sc.parseStateless(f[1:], fail)
 		case "members":
 			var ms []MemberSpec
 			if ms, err = parseMembers(f[1:], rate, seen, n, fail); err == nil {
@@ -245,6 +249,28 @@ func (sc *Scenario) parseTasks(f []string, seen map[string]int, n int, fail func
 		}
 		seen[id] = n
 		sc.Tasks = append(sc.Tasks, TaskSpec{ID: id, Size: sizes[j]})
+	}
+	return nil
+}
+
+// parseStateless marks tasks defined before as stateless, like the
+// notation's "stateless:" line.
+func (sc *Scenario) parseStateless(f []string, fail func(string, ...any) error) error {
+	if len(f) == 0 {
+		return fail("stateless: no task IDs")
+	}
+	for _, s := range f {
+		ids, err := expandIDs(s)
+		if err != nil {
+			return fail("%v", err)
+		}
+		for _, id := range ids {
+			i := slices.IndexFunc(sc.Tasks, func(t TaskSpec) bool { return t.ID == id })
+			if i < 0 {
+				return fail("stateless: unknown task %q", id)
+			}
+			sc.Tasks[i].Size = 0
+		}
 	}
 	return nil
 }
@@ -408,28 +434,23 @@ func DefaultText(p DefaultParams) (string, error) {
 	fmt.Fprintf(&b, `# learner simulate: default scenario (%d members, %d tasks, %d stateless).
 # The design document's stories: Scale Up, Scale Down, Leader Transfer.
 duration 6h
-pause %v
-session-timeout %v
-probing-interval %v      # warm-up strategy: Kafka's default
-max-warmups %d           # warm-up strategy: Kafka's default
+pause 3s                 # one rebalance, join to assignment
+session-timeout 10s      # until a crash is noticed
+probing-interval 10m     # warm-up strategy: Kafka's default
+max-warmups 2            # warm-up strategy: Kafka's default
 leave-deadline 10m       # learner strategies: time-bounded scale-down
-restore-rate %g          # MB/s
-`, p.Members, p.Tasks, p.Stateless, defaultPause, defaultSessionTimeout, defaultProbingInterval, defaultMaxWarmups, p.Rate)
+restore-rate %g          # MB/s of every member
+`, p.Members, p.Tasks, p.Stateless, p.Rate)
 	// Stateless tasks are spread evenly through the topology.
-	var stateful, stateless []string
+	fmt.Fprintf(&b, "tasks T1-T%d size %g-%g seed %d\n", p.Tasks, p.MinSize, p.MaxSize, p.Seed)
+	var stateless []string
 	for i := 1; i <= p.Tasks; i++ {
-		id := fmt.Sprintf("T%d", i)
-		if p.Stateless > 0 && (i*p.Stateless)/p.Tasks != ((i-1)*p.Stateless)/p.Tasks {
-			stateless = append(stateless, id)
-		} else {
-			stateful = append(stateful, id)
+		if (i*p.Stateless)/p.Tasks != ((i-1)*p.Stateless)/p.Tasks {
+			stateless = append(stateless, fmt.Sprintf("T%d", i))
 		}
 	}
-	if len(stateful) > 0 {
-		fmt.Fprintf(&b, "tasks %s size %g-%g seed %d\n", strings.Join(stateful, " "), p.MinSize, p.MaxSize, p.Seed)
-	}
 	if len(stateless) > 0 {
-		fmt.Fprintf(&b, "tasks %s stateless\n", strings.Join(stateless, " "))
+		fmt.Fprintf(&b, "stateless %s\n", strings.Join(stateless, " "))
 	}
 	ids := func(a, b int) string {
 		if a == b {
@@ -437,16 +458,22 @@ restore-rate %g          # MB/s
 		}
 		return fmt.Sprintf("S%d-S%d", a, b)
 	}
+	// Two members leave: S3 (the document's S2 of three) and the last of
+	// the starting group but one.
+	leaving := "S3"
+	if l := start - 1; l != 3 {
+		leaving += fmt.Sprintf(" S%d", l)
+	}
 	fmt.Fprintf(&b, `
 # Scale Up
 members %s
 at 1m join %s
 at 2m join %s
 # Scale Down
-at 2h leave S%d S%d
+at 2h leave %s
 # Leader Transfer: the leader is the longest-standing member, S1
 at 4h join S%d
 at 4h30s crash-leader
-`, ids(1, start), ids(start+1, mid), ids(mid+1, p.Members), 3, p.Members-start+3, p.Members+1)
+`, ids(1, start), ids(start+1, mid), ids(mid+1, p.Members), leaving, p.Members+1)
 	return b.String(), nil
 }

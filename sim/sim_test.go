@@ -286,3 +286,28 @@ func TestParseRanges(t *testing.T) {
 		t.Errorf("Parse = %+v, want %+v", sc, want)
 	}
 }
+
+// TestDefaultScenarioClaims pins what the default scenario shows (issue 5):
+// both learner strategies have less downtime than stop-the-world and
+// cooperative, and the stable one fewer rebalances than warm-up with
+// probing. (The eager one has more: it rejoins for every ready learner.)
+func TestDefaultScenarioClaims(t *testing.T) {
+	rs, err := RunAll(defaultScenario(t, Defaults))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[Strategy]Metrics{}
+	for _, r := range rs {
+		m[r.Strategy] = r.Metrics
+	}
+	for _, l := range []Strategy{LearnerStable, LearnerEager} {
+		for _, o := range []Strategy{StopTheWorld, Cooperative} {
+			if m[l].Downtime >= m[o].Downtime {
+				t.Errorf("downtime: %v %v, %v %v; want the learner's lower", l, m[l].Downtime, o, m[o].Downtime)
+			}
+		}
+	}
+	if m[LearnerStable].Rebalances >= m[WarmUp].Rebalances {
+		t.Errorf("rebalances: %v %d, %v %d; want the learner's fewer", LearnerStable, m[LearnerStable].Rebalances, WarmUp, m[WarmUp].Rebalances)
+	}
+}
