@@ -67,15 +67,16 @@ func New(tasks []Task, opts Options) (*Assignor, error) {
 		return nil, fmt.Errorf("learner: %d tasks, more than %d: %w", len(tasks), maxTasks, ErrInvalidTopology)
 	}
 	a := &Assignor{tasks: append([]Task(nil), tasks...), opts: opts}
-	a.index = newTaskIndex(a.tasks)
+	a.index = newTaskIndex(len(tasks))
 	for i, t := range a.tasks {
 		if !validID(t.ID) {
 			return nil, fmt.Errorf("learner: task %d: malformed ID %q (want 1-%d letters, digits, '_', '-', '.'): %w",
 				i, t.ID, maxIDLen, ErrInvalidTopology)
 		}
-		if j := a.index.lookup(t.ID); int(j) != i {
+		if j := a.index.lookup(t.ID); j != none {
 			return nil, fmt.Errorf("learner: task %d: ID %q duplicates task %d: %w", i, t.ID, j, ErrInvalidTopology)
 		}
+		a.index.add(t.ID, int32(i))
 	}
 	return a, nil
 }
