@@ -148,8 +148,9 @@ func (g *group) move(t, m int32) {
 
 // balance moves tasks from heavy to light staying members until no move
 // lowers the imbalance (rule 7). A donor gives, in order: a task the
-// receiver has a standby of (rule 8), a stateless task (it moves for free),
-// its first task in topology order. Tasks that already move this round, and
+// receiver has local state for, smallest reported lag first, then standbys
+// (rule 8); a stateless task (it moves for free); its first task in
+// topology order. Tasks that already move this round, and
 // learners, never move again: no half-way bounce.
 func (g *group) balance() {
 	if g.staying < 2 {
@@ -174,10 +175,16 @@ func (g *group) balance() {
 			donors.remove(h)
 			continue
 		}
+		// Both keys change at once, and a heap can only restore one
+		// misplaced element at a time: take both out and put them back.
+		for _, hp := range [2]*memberHeap{donors, recv} {
+			hp.remove(h)
+			hp.remove(l)
+		}
 		g.move(t, l)
-		for _, m := range [2]int32{h, l} {
-			donors.fix(m)
-			recv.fix(m)
+		for _, hp := range [2]*memberHeap{donors, recv} {
+			hp.push(h)
+			hp.push(l)
 		}
 	}
 }
@@ -225,7 +232,7 @@ func (g *group) sheddable(t, o int32) bool {
 func (g *group) pickShed(h, l int32) int32 {
 	learnOK := g.canLearn()
 	if learnOK {
-		for _, t := range g.standby.row(l) {
+		for _, t := range g.warmBy.row(l) {
 			if g.owner[t] == h && g.sheddable(t, h) && g.tasks[t].Stateful {
 				return t
 			}
