@@ -50,6 +50,8 @@ type Assignor struct {
 	tasks []Task
 	index taskIndex
 	opts  Options
+	sub   []int32 // per task: dense subtopology number, when every ID has the form
+	nSubs int     // distinct subtopologies; 0 when some ID lacks the form
 }
 
 // New returns an Assignor for the given tasks (in the order every assignment
@@ -78,6 +80,7 @@ func New(tasks []Task, opts Options) (*Assignor, error) {
 		}
 		a.index.add(t.ID, int32(i))
 	}
+	a.sub, a.nSubs = subtopologies(a.tasks)
 	return a, nil
 }
 
