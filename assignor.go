@@ -104,6 +104,10 @@ func (a *Assignor) Assign(members []MemberMetadata) ([]Assignment, error) {
 	if err != nil {
 		return nil, err
 	}
-	_ = g
-	return nil, errors.New("learner: not implemented yet")
+	g.resolveLearners()
+	g.placeOrphans()
+	g.handOverLeaving()
+	g.balance()
+	g.placeStandbys()
+	return g.output(), nil
 }

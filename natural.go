@@ -2,14 +2,14 @@ package learner
 
 import "strings"
 
-// naturalLess orders IDs the way people read them: runs of digits compare as
+// compareIDs orders IDs the way people read them: runs of digits compare as
 // numbers, so "S2" sorts before "S10". IDs equal as numbers ("S01", "S1")
 // fall back to byte order, so the order is total.
-func naturalLess(a, b string) bool {
+func compareIDs(a, b string) int {
 	if c := naturalCompare(a, b); c != 0 {
-		return c < 0
+		return c
 	}
-	return a < b
+	return strings.Compare(a, b)
 }
 
 func naturalCompare(a, b string) int {

@@ -43,6 +43,14 @@ type group struct {
 	warmIsSb   []bool
 
 	learnersInFlight int // learners kept or placed, for Options.MaxLearners
+
+	// Balancing.
+	shed   csr     // per member: tasks it may give away, stateless first
+	cursor []int32 // per member: next candidate in shed
+
+	// Standbys: task t's are sbItems[sbStart[t]:sbStart[t]+sbHave[t]].
+	sbStart, sbItems, sbHave []int32
+	sbCount                  []int32 // per member
 }
 
 // Claim classes, best first: a running active beats a revoked-at-join copy,
@@ -114,15 +122,7 @@ func (a *Assignor) ingest(in []MemberMetadata) (*group, error) {
 	for i := range g.byRank {
 		g.byRank[i] = int32(i)
 	}
-	slices.SortFunc(g.byRank, func(x, y int32) int {
-		if naturalLess(in[x].ID, in[y].ID) {
-			return -1
-		}
-		if naturalLess(in[y].ID, in[x].ID) {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(g.byRank, func(x, y int32) int { return compareIDs(in[x].ID, in[y].ID) })
 	for r := 1; r < n; r++ {
 		if in[g.byRank[r]].ID == in[g.byRank[r-1]].ID {
 			p := int(max(g.byRank[r], g.byRank[r-1]))
@@ -377,4 +377,54 @@ func (g *group) offerLearner(t, rank int32, k learnerKey) {
 	if g.learner[t] == none || k.better(g.learnerKey[t]) {
 		g.learner[t], g.learnerKey[t] = rank, k
 	}
+}
+
+// resolveLearners applies the learner rules to the winning learner of each
+// task: a learner of an ownerless task takes it at once (rule 5), a ready
+// learner or one of a stateless task is promoted (rules 3 and 9), and any
+// other learner keeps running beside the owner (rules 2 and 4). Leaving
+// members learn nothing; their learners matter only when no member stays.
+func (g *group) resolveLearners() {
+	for t, l := range g.learner {
+		if l == none {
+			continue
+		}
+		k := g.learnerKey[t]
+		switch {
+		case !k.staying:
+			g.learner[t] = none
+			if g.owner[t] == none && g.staying == 0 {
+				g.setOwner(int32(t), l)
+			}
+		case g.owner[t] == none || k.ready || !g.tasks[t].Stateful:
+			g.learner[t] = none
+			g.setOwner(int32(t), l)
+		default:
+			g.learnersInFlight++
+		}
+	}
+	for t := range g.owner {
+		if p := g.planned(int32(t)); p != none {
+			g.load[p]++
+		}
+	}
+}
+
+// setOwner makes m the active owner of t for the rest of this call.
+func (g *group) setOwner(t, m int32) {
+	g.owner[t] = m
+	g.fixed[t] = true
+}
+
+// planned is the member that will own t once its learner (if any) is ready.
+func (g *group) planned(t int32) int32 {
+	if l := g.learner[t]; l != none {
+		return l
+	}
+	return g.owner[t]
+}
+
+// canLearn reports whether the learner budget allows one more learner.
+func (g *group) canLearn() bool {
+	return g.opts.MaxLearners == 0 || g.learnersInFlight < g.opts.MaxLearners
 }

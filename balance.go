@@ -1,0 +1,246 @@
+package learner
+
+// This file places tasks by load: orphans, leaving members' tasks, and the
+// heavy-to-light balancing of staying members.
+//
+// Load is the planned active load: tasks a member owns and nobody learns,
+// plus tasks it learns. Balance evens out load per unit of capacity by
+// minimising the sum over members of load²/capacity. Moving one task from h
+// to l lowers that sum exactly when (2·load(h)−1)/cap(h) > (2·load(l)+1)/cap(l),
+// so the greedy always moves from the member with the largest left side to
+// the one with the smallest right side and stops when no move helps. With
+// equal capacities this is "move from the most to the least loaded member
+// until loads differ by at most one". Ties go to the member first in ID order.
+
+// addCost compares the cost of giving a and b one more task: whether a is
+// the lighter receiver.
+func (g *group) lighter(a, b int32) bool {
+	x := (2*int64(g.load[a]) + 1) * g.capacity[b]
+	y := (2*int64(g.load[b]) + 1) * g.capacity[a]
+	if x != y {
+		return x < y
+	}
+	return a < b
+}
+
+// heavier reports whether a is the better donor: taking a task from it saves more.
+func (g *group) heavier(a, b int32) bool {
+	x := (2*int64(g.load[a]) - 1) * g.capacity[b]
+	y := (2*int64(g.load[b]) - 1) * g.capacity[a]
+	if x != y {
+		return x > y
+	}
+	return a < b
+}
+
+// eligible reports whether m may receive tasks: staying members only, unless
+// every member is leaving (then orphans must still get an owner).
+func (g *group) eligible(m int32) bool { return !g.leaving[m] || g.staying == 0 }
+
+// receivers returns a heap of the members that may receive tasks, lightest first.
+func (g *group) receivers() *memberHeap {
+	h := newMemberHeap(len(g.load), g.lighter)
+	for m := range g.load {
+		if g.eligible(int32(m)) {
+			h.push(int32(m))
+		}
+	}
+	return h
+}
+
+// bestWarm returns the eligible member with local state for t that should
+// take it: smallest reported lag first, then standbys, then the lighter.
+// It returns none when no eligible member has state for t.
+func (g *group) bestWarm(t int32) int32 {
+	best, bi := int32(none), int32(0)
+	for i := g.warm.start[t]; i < g.warm.start[t+1]; i++ {
+		m := g.warm.items[i]
+		if !g.eligible(m) || m == g.owner[t] || m == g.learner[t] {
+			continue
+		}
+		if best == none || g.warmBetter(i, bi) {
+			best, bi = m, i
+		}
+	}
+	return best
+}
+
+func (g *group) warmBetter(i, j int32) bool {
+	if g.warmLag[i] != g.warmLag[j] {
+		return g.warmLag[i] < g.warmLag[j]
+	}
+	if g.warmIsSb[i] != g.warmIsSb[j] {
+		return g.warmIsSb[i]
+	}
+	return g.lighter(g.warm.items[i], g.warm.items[j])
+}
+
+// placeOrphans gives every task without an owner one at once, without a
+// learning stage (rule 5): a member with local state for it first, then the
+// least loaded member. (Orphans with a learner were placed by resolveLearners.)
+func (g *group) placeOrphans() {
+	if len(g.load) == 0 {
+		return
+	}
+	var rest []int32
+	for t, o := range g.owner {
+		if o != none {
+			continue
+		}
+		if m := g.bestWarm(int32(t)); m != none {
+			g.setOwner(int32(t), m)
+			g.load[m]++
+			continue
+		}
+		rest = append(rest, int32(t))
+	}
+	if len(rest) == 0 {
+		return
+	}
+	h := g.receivers()
+	for _, t := range rest {
+		m := h.top()
+		g.setOwner(t, m)
+		g.load[m]++
+		h.fix(m)
+	}
+}
+
+// handOverLeaving starts moving every task of a leaving member to a staying
+// one (rule 6): stateful tasks get a learner, preferably a member with local
+// state for them; stateless tasks move at once. The leaving member keeps
+// running its tasks until their learners are ready.
+func (g *group) handOverLeaving() {
+	if g.staying == 0 || g.staying == len(g.load) {
+		return
+	}
+	h := g.receivers()
+	for t, o := range g.owner {
+		if o == none || !g.leaving[o] || g.learner[t] != none {
+			continue
+		}
+		stateful := g.tasks[t].Stateful
+		if stateful && !g.canLearn() {
+			continue
+		}
+		m := g.bestWarm(int32(t))
+		if m == none {
+			m = h.top()
+		}
+		g.move(int32(t), m)
+		h.fix(m)
+	}
+}
+
+// move starts moving t from its owner to m: through a learner if t is
+// stateful, at once if not. It updates the planned loads.
+func (g *group) move(t, m int32) {
+	from := g.owner[t]
+	if g.tasks[t].Stateful {
+		g.learner[t] = m
+		g.learnersInFlight++
+	} else {
+		g.setOwner(t, m)
+	}
+	g.load[from]--
+	g.load[m]++
+}
+
+// balance moves tasks from heavy to light staying members until no move
+// lowers the imbalance (rule 7). A donor gives, in order: a task the
+// receiver has a standby of (rule 8), a stateless task (it moves for free),
+// its first task in topology order. Tasks that already move this round, and
+// learners, never move again: no half-way bounce.
+func (g *group) balance() {
+	if g.staying < 2 {
+		return
+	}
+	g.buildSheddable()
+	donors := newMemberHeap(len(g.load), g.heavier)
+	recv := newMemberHeap(len(g.load), g.lighter)
+	for m := range g.load {
+		if !g.leaving[m] {
+			donors.push(int32(m))
+			recv.push(int32(m))
+		}
+	}
+	for {
+		h, l := donors.top(), recv.top()
+		if h == none || h == l || !g.worthMoving(h, l) {
+			return
+		}
+		t := g.pickShed(h, l)
+		if t == none {
+			donors.remove(h)
+			continue
+		}
+		g.move(t, l)
+		for _, m := range [2]int32{h, l} {
+			donors.fix(m)
+			recv.fix(m)
+		}
+	}
+}
+
+// worthMoving reports whether moving one task from h to l lowers the imbalance.
+func (g *group) worthMoving(h, l int32) bool {
+	return (2*int64(g.load[h])-1)*g.capacity[l] > (2*int64(g.load[l])+1)*g.capacity[h]
+}
+
+// buildSheddable lists, per staying member, the tasks it could give away:
+// owned, not learned, not placed this round. Stateless tasks come first
+// because they move without a learner; then topology order.
+func (g *group) buildSheddable() {
+	n := len(g.load)
+	g.shed = csr{start: make([]int32, n+1)}
+	for t, o := range g.owner {
+		if g.sheddable(int32(t), o) {
+			g.shed.start[o+1]++
+		}
+	}
+	for m := range n {
+		g.shed.start[m+1] += g.shed.start[m]
+	}
+	g.shed.items = make([]int32, g.shed.start[n])
+	next := append([]int32(nil), g.shed.start[:n]...)
+	for pass := range 2 {
+		wantStateful := pass == 1
+		for t, o := range g.owner {
+			if g.sheddable(int32(t), o) && g.tasks[t].Stateful == wantStateful {
+				g.shed.items[next[o]] = int32(t)
+				next[o]++
+			}
+		}
+	}
+	g.cursor = append([]int32(nil), g.shed.start[:n]...)
+}
+
+func (g *group) sheddable(t, o int32) bool {
+	return o != none && !g.leaving[o] && g.learner[t] == none && !g.fixed[t]
+}
+
+// pickShed returns the task h should give to l, or none if h has nothing it
+// may give (everything it runs is pinned, or the learner budget is spent and
+// only stateful tasks are left).
+func (g *group) pickShed(h, l int32) int32 {
+	learnOK := g.canLearn()
+	if learnOK {
+		for _, t := range g.standby.row(l) {
+			if g.owner[t] == h && g.sheddable(t, h) && g.tasks[t].Stateful {
+				return t
+			}
+		}
+	}
+	end := g.shed.start[h+1]
+	for ; g.cursor[h] < end; g.cursor[h]++ {
+		t := g.shed.items[g.cursor[h]]
+		if !g.sheddable(t, h) || g.owner[t] != h {
+			continue
+		}
+		if g.tasks[t].Stateful && !learnOK {
+			return none
+		}
+		return t
+	}
+	return none
+}

@@ -1,0 +1,443 @@
+package learner
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The design document's notation, so its walkthroughs can be pasted in.
+// One rebalance:
+//
+//	# comment (a trailing "// comment", as in the document, works too)
+//	tasks: T1 T2 T3 T4 T5      required: the topology's tasks, in order
+//	stateless: T5              optional; every other task is stateful
+//	standbys: 1                optional options: standbys, max-learners,
+//	max-learners: 2              acceptable-lag (default 0)
+//	S1(assigned: [T1, T2], revoked: [], learning: [])
+//	S4(learning: [T1], ready: [T1], standby: [T3], lag: [T3=120])
+//	S2(assigned: [T3, T4], leaving, capacity: 2, rack: a)
+//
+// Member fields are optional and in any order.
+
+// ErrSyntax is wrapped by every *SyntaxError.
+var ErrSyntax = errors.New("syntax error")
+
+// SyntaxError reports malformed notation and the line (from 1) it is on.
+type SyntaxError struct {
+	Line int
+	Msg  string
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+// Unwrap returns ErrSyntax.
+func (e *SyntaxError) Unwrap() error { return ErrSyntax }
+
+// Rebalance is one rebalance written in the notation: the topology, the
+// options and what every member reported at join.
+type Rebalance struct {
+	Tasks   []Task
+	Options Options
+	Members []MemberMetadata
+}
+
+// ParseRebalance reads one rebalance in the notation. Errors are
+// *SyntaxError values. Empty lists parse as nil, so ParseRebalance of
+// String's output gives back an identical value.
+func ParseRebalance(src string) (Rebalance, error) {
+	var r Rebalance
+	seen := map[string]int{}
+	stateless := map[string]bool{}
+	statelessLine := 0
+	for i, line := range strings.Split(src, "\n") {
+		p := &lineParser{line: i + 1, s: stripComment(line)}
+		p.skipSpace()
+		if p.done() {
+			continue
+		}
+		key := p.ident()
+		if key == "" {
+			return Rebalance{}, p.errorf("want a header (tasks:, stateless:, ...) or a member line, got %q", p.rest())
+		}
+		p.skipSpace()
+		if p.peek() == '(' {
+			m, err := p.member(key)
+			if err != nil {
+				return Rebalance{}, err
+			}
+			r.Members = append(r.Members, m)
+			continue
+		}
+		if !p.eat(':') {
+			return Rebalance{}, p.errorf("want ':' or '(' after %q", key)
+		}
+		if prev, dup := seen[key]; dup {
+			return Rebalance{}, p.errorf("%s: given twice (first on line %d)", key, prev)
+		}
+		seen[key] = p.line
+		var err error
+		switch key {
+		case "tasks":
+			var ids []string
+			if ids, err = p.idList(); err == nil {
+				for _, id := range ids {
+					r.Tasks = append(r.Tasks, Task{ID: id, Stateful: true})
+				}
+			}
+		case "stateless":
+			var ids []string
+			if ids, err = p.idList(); err == nil {
+				for _, id := range ids {
+					stateless[id] = true
+				}
+				statelessLine = p.line
+			}
+		case "standbys":
+			r.Options.Standbys, err = p.intValue(key)
+		case "max-learners":
+			r.Options.MaxLearners, err = p.intValue(key)
+		case "acceptable-lag":
+			var v int
+			v, err = p.intValue(key)
+			r.Options.AcceptableLag = int64(v)
+		default:
+			return Rebalance{}, p.errorf("unknown header %q (want tasks, stateless, standbys, max-learners or acceptable-lag)", key)
+		}
+		if err != nil {
+			return Rebalance{}, err
+		}
+	}
+	if _, ok := seen["tasks"]; !ok {
+		return Rebalance{}, &SyntaxError{Line: 1, Msg: "missing the tasks: line"}
+	}
+	ids := map[string]bool{}
+	for _, t := range r.Tasks {
+		if ids[t.ID] {
+			return Rebalance{}, &SyntaxError{Line: seen["tasks"], Msg: fmt.Sprintf("task %q listed twice", t.ID)}
+		}
+		ids[t.ID] = true
+	}
+	for id := range stateless {
+		if !ids[id] {
+			return Rebalance{}, &SyntaxError{Line: statelessLine, Msg: fmt.Sprintf("stateless task %q is not in tasks", id)}
+		}
+	}
+	for i := range r.Tasks {
+		r.Tasks[i].Stateful = !stateless[r.Tasks[i].ID]
+	}
+	return r, nil
+}
+
+// stripComment cuts a "#" or "//" comment off a line.
+func stripComment(line string) string {
+	if i := strings.Index(line, "#"); i >= 0 {
+		line = line[:i]
+	}
+	if i := strings.Index(line, "//"); i >= 0 {
+		line = line[:i]
+	}
+	return line
+}
+
+// lineParser reads one line of the notation.
+type lineParser struct {
+	line int
+	s    string
+	pos  int
+}
+
+func (p *lineParser) errorf(format string, args ...any) error {
+	return &SyntaxError{Line: p.line, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (p *lineParser) done() bool   { return p.pos >= len(p.s) }
+func (p *lineParser) rest() string { return strings.TrimSpace(p.s[p.pos:]) }
+
+func (p *lineParser) peek() byte {
+	if p.done() {
+		return 0
+	}
+	return p.s[p.pos]
+}
+
+func (p *lineParser) skipSpace() {
+	for !p.done() && (p.s[p.pos] == ' ' || p.s[p.pos] == '\t' || p.s[p.pos] == '\r') {
+		p.pos++
+	}
+}
+
+// eat skips spaces and consumes c if it comes next.
+func (p *lineParser) eat(c byte) bool {
+	p.skipSpace()
+	if p.peek() == c {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+// ident reads a run of ID characters (letters, digits, '_', '-', '.').
+func (p *lineParser) ident() string {
+	start := p.pos
+	for !p.done() && validID(p.s[p.pos:p.pos+1]) {
+		p.pos++
+	}
+	return p.s[start:p.pos]
+}
+
+// id reads one well-formed ID.
+func (p *lineParser) id(what string) (string, error) {
+	p.skipSpace()
+	id := p.ident()
+	if id == "" {
+		return "", p.errorf("want %s, got %q", what, p.rest())
+	}
+	if !validID(id) {
+		return "", p.errorf("%s %q is longer than %d bytes", what, id, maxIDLen)
+	}
+	return id, nil
+}
+
+// idList reads the rest of a header line: IDs separated by spaces or commas.
+func (p *lineParser) idList() ([]string, error) {
+	var ids []string
+	for {
+		p.skipSpace()
+		p.eat(',')
+		p.skipSpace()
+		if p.done() {
+			return ids, nil
+		}
+		id, err := p.id("a task ID")
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+}
+
+func (p *lineParser) intValue(key string) (int, error) {
+	p.skipSpace()
+	v, err := p.number(key)
+	if err != nil {
+		return 0, err
+	}
+	if p.skipSpace(); !p.done() {
+		return 0, p.errorf("%s: unexpected %q after the number", key, p.rest())
+	}
+	return v, nil
+}
+
+// number reads a non-negative decimal integer.
+func (p *lineParser) number(what string) (int, error) {
+	start := p.pos
+	for !p.done() && isDigit(p.s[p.pos]) {
+		p.pos++
+	}
+	v, err := strconv.Atoi(p.s[start:p.pos])
+	if err != nil {
+		return 0, p.errorf("%s: want a non-negative integer, got %q", what, p.rest())
+	}
+	return v, nil
+}
+
+// member reads "ID(field, field, ...)" after its ID.
+func (p *lineParser) member(id string) (MemberMetadata, error) {
+	m := MemberMetadata{ID: id}
+	if !validID(id) {
+		return m, p.errorf("member ID %q is longer than %d bytes", id, maxIDLen)
+	}
+	p.eat('(')
+	seen := map[string]bool{}
+	for first := true; ; first = false {
+		if p.eat(')') {
+			break
+		}
+		if !first && !p.eat(',') {
+			return m, p.errorf("member %s: want ',' or ')', got %q", id, p.rest())
+		}
+		p.skipSpace()
+		field := p.ident()
+		if field == "" {
+			return m, p.errorf("member %s: want a field name, got %q", id, p.rest())
+		}
+		if seen[field] {
+			return m, p.errorf("member %s: field %s given twice", id, field)
+		}
+		seen[field] = true
+		var err error
+		switch field {
+		case "assigned":
+			m.Assigned, err = p.taskList(id, field)
+		case "revoked":
+			m.Revoked, err = p.taskList(id, field)
+		case "learning":
+			m.Learning, err = p.taskList(id, field)
+		case "ready":
+			m.Ready, err = p.taskList(id, field)
+		case "standby":
+			m.Standby, err = p.taskList(id, field)
+		case "lag":
+			m.Lag, err = p.lagList(id)
+		case "leaving":
+			m.Leaving = true
+		case "capacity":
+			if !p.eat(':') {
+				return m, p.errorf("member %s: want ':' after capacity", id)
+			}
+			p.skipSpace()
+			m.Capacity, err = p.number("member " + id + ": capacity")
+		case "rack":
+			if !p.eat(':') {
+				return m, p.errorf("member %s: want ':' after rack", id)
+			}
+			m.Rack, err = p.id("a rack")
+		default:
+			return m, p.errorf("member %s: unknown field %q (want assigned, revoked, learning, ready, standby, leaving, capacity, rack or lag)", id, field)
+		}
+		if err != nil {
+			return m, err
+		}
+	}
+	if p.skipSpace(); !p.done() {
+		return m, p.errorf("member %s: unexpected %q after ')'", id, p.rest())
+	}
+	return m, nil
+}
+
+// taskList reads ": [T1, T2]". An empty list is nil.
+func (p *lineParser) taskList(member, field string) ([]string, error) {
+	var ids []string
+	err := p.bracketed(member, field, func() error {
+		id, err := p.id("a task ID in " + field)
+		ids = append(ids, id)
+		return err
+	})
+	return ids, err
+}
+
+// lagList reads ": [T1=1200, T3=0]". An empty list is nil.
+func (p *lineParser) lagList(member string) ([]TaskLag, error) {
+	var lags []TaskLag
+	err := p.bracketed(member, "lag", func() error {
+		id, err := p.id("a task ID in lag")
+		if err != nil {
+			return err
+		}
+		if !p.eat('=') {
+			return p.errorf("member %s: lag of %s: want '=' and a number", member, id)
+		}
+		p.skipSpace()
+		v, err := p.number("member " + member + ": lag of " + id)
+		lags = append(lags, TaskLag{Task: id, Lag: int64(v)})
+		return err
+	})
+	return lags, err
+}
+
+// bracketed reads ": [item, item, ...]", calling item for each.
+func (p *lineParser) bracketed(member, field string, item func() error) error {
+	if !p.eat(':') || !p.eat('[') {
+		return p.errorf("member %s: want '%s: [...]'", member, field)
+	}
+	for first := true; ; first = false {
+		if p.eat(']') {
+			return nil
+		}
+		if !first && !p.eat(',') {
+			return p.errorf("member %s: %s: want ',' or ']', got %q", member, field, p.rest())
+		}
+		if err := item(); err != nil {
+			return err
+		}
+	}
+}
+
+// String writes r back in the notation.
+func (r Rebalance) String() string {
+	var b strings.Builder
+	b.WriteString("tasks:")
+	var stateless []string
+	for _, t := range r.Tasks {
+		b.WriteString(" " + t.ID)
+		if !t.Stateful {
+			stateless = append(stateless, t.ID)
+		}
+	}
+	b.WriteString("\n")
+	if len(stateless) > 0 {
+		fmt.Fprintf(&b, "stateless: %s\n", strings.Join(stateless, " "))
+	}
+	for _, o := range []struct {
+		key string
+		v   int64
+	}{{"standbys", int64(r.Options.Standbys)}, {"max-learners", int64(r.Options.MaxLearners)}, {"acceptable-lag", r.Options.AcceptableLag}} {
+		if o.v != 0 {
+			fmt.Fprintf(&b, "%s: %d\n", o.key, o.v)
+		}
+	}
+	for _, m := range r.Members {
+		b.WriteString(FormatMember(m) + "\n")
+	}
+	return b.String()
+}
+
+// FormatMember writes one member's join report in the notation, with the
+// document's three fields always present and the others only when set.
+func FormatMember(m MemberMetadata) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s(assigned: %s, revoked: %s, learning: %s", m.ID, list(m.Assigned), list(m.Revoked), list(m.Learning))
+	if len(m.Ready) > 0 {
+		fmt.Fprintf(&b, ", ready: %s", list(m.Ready))
+	}
+	if len(m.Standby) > 0 {
+		fmt.Fprintf(&b, ", standby: %s", list(m.Standby))
+	}
+	if m.Leaving {
+		b.WriteString(", leaving")
+	}
+	if m.Capacity != 0 {
+		fmt.Fprintf(&b, ", capacity: %d", m.Capacity)
+	}
+	if m.Rack != "" {
+		fmt.Fprintf(&b, ", rack: %s", m.Rack)
+	}
+	if len(m.Lag) > 0 {
+		lags := make([]string, len(m.Lag))
+		for i, l := range m.Lag {
+			lags[i] = fmt.Sprintf("%s=%d", l.Task, l.Lag)
+		}
+		fmt.Fprintf(&b, ", lag: [%s]", strings.Join(lags, ", "))
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// FormatAssignment writes one member's assignment in the document's
+// notation: assigned, revoked and learning always, then learned and standby
+// when non-empty.
+func FormatAssignment(a Assignment) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s(assigned: %s, revoked: %s, learning: %s", a.MemberID, list(a.Assigned), list(a.Revoked), list(a.Learning))
+	if len(a.Learned) > 0 {
+		fmt.Fprintf(&b, ", learned: %s", list(a.Learned))
+	}
+	if len(a.Standby) > 0 {
+		fmt.Fprintf(&b, ", standby: %s", list(a.Standby))
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// FormatAssignments writes one line per assignment, in the given order.
+func FormatAssignments(as []Assignment) string {
+	var b strings.Builder
+	for _, a := range as {
+		b.WriteString(FormatAssignment(a) + "\n")
+	}
+	return b.String()
+}
+
+func list(ids []string) string { return "[" + strings.Join(ids, ", ") + "]" }

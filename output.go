@@ -1,0 +1,104 @@
+package learner
+
+import "slices"
+
+// output turns the per-task decisions back into one Assignment per member,
+// in rank order. Every list is a window of one shared backing array (one
+// allocation for all the strings, whatever the group size); windows are
+// capped so that appending to one list cannot overwrite its neighbour.
+func (g *group) output() []Assignment {
+	n := len(g.load)
+	const (
+		assigned = iota
+		revoked
+		learning
+		learned
+		standby
+		lists
+	)
+	count := make([]int32, n*lists)
+	for t, o := range g.owner {
+		if o == none {
+			continue
+		}
+		count[int(o)*lists+assigned]++
+		if l := g.learner[t]; l != none {
+			count[int(o)*lists+learned]++
+			count[int(l)*lists+learning]++
+		}
+	}
+	for t := range g.sbHave {
+		for _, m := range g.sbItems[g.sbStart[t] : g.sbStart[t]+g.sbHave[t]] {
+			count[int(m)*lists+standby]++
+		}
+	}
+	for m := range int32(n) {
+		for _, t := range g.held.row(m) {
+			if g.owner[t] != m {
+				count[int(m)*lists+revoked]++
+			}
+		}
+		count[int(m)*lists+revoked] += int32(len(g.unknown[m]))
+	}
+
+	next := make([]int32, n*lists) // write offset of each list in buf
+	var size int32
+	for i, c := range count {
+		next[i] = size
+		size += c
+	}
+	buf := make([]string, size)
+	out := make([]Assignment, n)
+	window := func(m, list int) []string {
+		from := next[m*lists+list]
+		to := from + count[m*lists+list]
+		if from == to {
+			return nil
+		}
+		return buf[from:to:to]
+	}
+	for m := range out {
+		out[m] = Assignment{
+			MemberID: g.in[g.byRank[m]].ID,
+			Assigned: window(m, assigned),
+			Revoked:  window(m, revoked),
+			Learning: window(m, learning),
+			Learned:  window(m, learned),
+			Standby:  window(m, standby),
+		}
+	}
+	put := func(m int32, list int, id string) {
+		i := int(m)*lists + list
+		buf[next[i]] = id
+		next[i]++
+	}
+	for t, o := range g.owner {
+		if o == none {
+			continue
+		}
+		id := g.tasks[t].ID
+		put(o, assigned, id)
+		if l := g.learner[t]; l != none {
+			put(o, learned, id)
+			put(l, learning, id)
+		}
+	}
+	for t := range g.sbHave {
+		for _, m := range g.sbItems[g.sbStart[t] : g.sbStart[t]+g.sbHave[t]] {
+			put(m, standby, g.tasks[t].ID)
+		}
+	}
+	for m := range int32(n) {
+		for _, t := range g.held.row(m) {
+			if g.owner[t] != m {
+				put(m, revoked, g.tasks[t].ID)
+			}
+		}
+		unknown := slices.Clone(g.unknown[m])
+		slices.SortFunc(unknown, compareIDs)
+		for _, id := range unknown {
+			put(m, revoked, id)
+		}
+	}
+	return out
+}
