@@ -1,0 +1,208 @@
+package learner
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"fmt"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// joined returns a worker that has joined once and applied a.
+func joined(t *testing.T, policy RejoinPolicy, a Assignment) *Worker {
+	t.Helper()
+	w := NewWorker(a.MemberID, policy)
+	if !w.ShouldRejoin(t0) {
+		t.Fatal("new worker: ShouldRejoin = false, want true")
+	}
+	w.Join()
+	_, err := w.Apply(a)
+	must(t, err)
+	return w
+}
+
+func TestWorkerApplyChanges(t *testing.T) {
+	w := joined(t, RejoinStable, Assignment{MemberID: "S1", Assigned: []string{"T1", "T2", "T3"}, Learning: []string{"T4"}, Standby: []string{"T5"}})
+	w.Join()
+	c, err := w.Apply(Assignment{MemberID: "S1", Assigned: []string{"T1", "T4"}, Learning: []string{"T5", "T6"}, Standby: []string{"T7"}})
+	must(t, err)
+	same(t, Changes{
+		StartActive:   []string{"T4"},
+		StopActive:    []string{"T2", "T3"},
+		StartLearning: []string{"T5", "T6"},
+		StopLearning:  []string{"T4"},
+		StartStandby:  []string{"T7"},
+		StopStandby:   []string{"T5"},
+	}, c)
+	same(t, MemberMetadata{ID: "S1", Assigned: []string{"T1", "T4"}, Learning: []string{"T5", "T6"}, Standby: []string{"T7"}}, w.Join())
+}
+
+func TestWorkerApplyRejectsBadAssignment(t *testing.T) {
+	w := joined(t, RejoinStable, Assignment{MemberID: "S1", Assigned: []string{"T1"}})
+	for _, a := range []Assignment{
+		{MemberID: "S2", Assigned: []string{"T1"}},
+		{MemberID: "S1", Assigned: []string{"T1"}, Learning: []string{"T1"}},
+		{MemberID: "S1", Learning: []string{"T2"}, Standby: []string{"T2"}},
+	} {
+		c, err := w.Apply(a)
+		yes(t, errors.Is(err, ErrInvalidMember), fmt.Sprintf("Apply(%+v) error = %v; errors.Is(err, ErrInvalidMember)", a, err))
+		same(t, Changes{}, c, "Changes of a rejected assignment")
+	}
+	same(t, []string{"T1"}, w.Join().Assigned, "a rejected assignment changed the worker")
+}
+
+func TestWorkerRevokesLearnedAtJoin(t *testing.T) {
+	// The document's Scale Up walkthrough, S1's side: T1 is learned by S4.
+	w := joined(t, RejoinStable, Assignment{MemberID: "S1", Assigned: []string{"T1", "T2"}, Learned: []string{"T1"}})
+	no(t, w.ShouldRejoin(t0), "owner of a learned task wants to rejoin on its own")
+	m := w.Join()
+	same(t, MemberMetadata{ID: "S1", Assigned: []string{"T2"}, Revoked: []string{"T1"}}, m)
+	same(t, m, w.Join(), "a restarted join reports differently")
+
+	// The learner was not ready: the leader gives T1 back, still learned.
+	c, err := w.Apply(Assignment{MemberID: "S1", Assigned: []string{"T1", "T2"}, Learned: []string{"T1"}})
+	must(t, err)
+	same(t, Changes{StartActive: []string{"T1"}}, c, "T1 given back after revoke-at-join")
+
+	// The learner is ready: T1 goes away for good.
+	w.Join()
+	c, err = w.Apply(Assignment{MemberID: "S1", Assigned: []string{"T2"}, Revoked: []string{"T1"}})
+	must(t, err)
+	same(t, Changes{}, c, "T1 was already stopped at join")
+	same(t, MemberMetadata{ID: "S1", Assigned: []string{"T2"}}, w.Join())
+}
+
+func TestWorkerRejoinPolicies(t *testing.T) {
+	a := Assignment{MemberID: "S4", Learning: []string{"T1", "T3"}}
+	for _, tc := range []struct {
+		policy          RejoinPolicy
+		afterFirstReady bool
+	}{{RejoinStable, false}, {RejoinEager, true}} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			w := joined(t, tc.policy, a)
+			no(t, w.ShouldRejoin(t0), "no learner ready yet")
+			no(t, w.Restored("T9"), "Restored(T9) of a task it does not learn = true")
+			no(t, w.ShouldRejoin(t0), "Restored of an unknown task triggered a rejoin")
+			yes(t, w.Restored("T3"), "Restored(T3) of a learner task")
+			same(t, tc.afterFirstReady, w.ShouldRejoin(t0), "ShouldRejoin after one of two learners is ready")
+			w.Restored("T1")
+			yes(t, w.ShouldRejoin(t0), "ShouldRejoin after all learners are ready")
+
+			m := w.Join()
+			same(t, []string{"T1", "T3"}, m.Ready)
+			no(t, w.ShouldRejoin(t0), "ShouldRejoin while its join is pending")
+			// A ready learner the leader did not promote must not cause a rebalance loop.
+			_, err := w.Apply(Assignment{MemberID: "S4", Assigned: []string{"T1"}, Learning: []string{"T3"}})
+			must(t, err)
+			no(t, w.ShouldRejoin(t0), "ShouldRejoin with no learner ready since the last join")
+			same(t, []string{"T3"}, w.Join().Ready, "ready flag lost for a learner kept")
+		})
+	}
+}
+
+func TestWorkerLeaveHandsOver(t *testing.T) {
+	// The document's Scale Down walkthrough, S2's side.
+	w := joined(t, RejoinStable, Assignment{MemberID: "S2", Assigned: []string{"T3", "T4"}})
+	w.Leave(time.Time{})
+	yes(t, w.ShouldRejoin(t0), "leaving worker does not rejoin to announce it")
+	yes(t, w.Join().Leaving, "Join().Leaving after Leave")
+	c, err := w.Apply(Assignment{MemberID: "S2", Assigned: []string{"T3", "T4"}, Learned: []string{"T3", "T4"}})
+	must(t, err)
+	no(t, c.Shutdown, "Shutdown while owning tasks")
+	no(t, w.ShouldRejoin(t0), "announced leaving worker rejoins again by itself")
+	no(t, w.ShouldShutdown(t0.Add(24*time.Hour)), "shut down without deadline while owning tasks")
+
+	same(t, MemberMetadata{ID: "S2", Revoked: []string{"T3", "T4"}, Leaving: true}, w.Join())
+	c, err = w.Apply(Assignment{MemberID: "S2", Assigned: []string{"T3"}, Revoked: []string{"T4"}, Learned: []string{"T3"}})
+	must(t, err)
+	same(t, Changes{StartActive: []string{"T3"}}, c)
+
+	w.Join()
+	c, err = w.Apply(Assignment{MemberID: "S2", Revoked: []string{"T3"}})
+	must(t, err)
+	same(t, Changes{Shutdown: true}, c, "Changes of the last hand-over")
+	yes(t, w.ShouldShutdown(t0), "ShouldShutdown after the hand-over")
+	no(t, w.ShouldRejoin(t0), "ShouldRejoin after the hand-over")
+}
+
+func TestWorkerLeaveDeadline(t *testing.T) {
+	w := joined(t, RejoinStable, Assignment{MemberID: "S2", Assigned: []string{"T3", "T4"}})
+	deadline := t0.Add(time.Minute)
+	w.Leave(deadline)
+	w.Join()
+	_, err := w.Apply(Assignment{MemberID: "S2", Assigned: []string{"T3", "T4"}, Learned: []string{"T3", "T4"}})
+	must(t, err)
+	no(t, w.ShouldShutdown(deadline.Add(-time.Nanosecond)), "shut down before its deadline")
+	yes(t, w.ShouldShutdown(deadline), "no shut down at its deadline")
+	no(t, w.ShouldRejoin(deadline), "rejoins past its deadline instead of shutting down")
+
+	w.Leave(time.Time{})
+	no(t, w.ShouldShutdown(deadline), "Leave(zero) did not clear the deadline")
+	no(t, w.ShouldRejoin(deadline), "a second Leave asks to announce again")
+}
+
+func TestWorkerCrashRejoinsWithNewID(t *testing.T) {
+	old := joined(t, RejoinStable, Assignment{MemberID: "S1", Assigned: []string{"T1", "T2"}, Learning: []string{"T3"}})
+	_ = old // crashed: its state is gone with it
+
+	// The restarted process finds T1's and T3's state on disk.
+	w := NewWorker("S1-restarted", RejoinStable)
+	w.SetLag("T3", 700)
+	w.SetLag("T1", 40)
+	w.SetLag("T9", 5)
+	w.SetLag("T9", -1)
+	yes(t, w.ShouldRejoin(t0), "ShouldRejoin of a restarted worker")
+	same(t, MemberMetadata{ID: "S1-restarted", Lag: []TaskLag{{"T1", 40}, {"T3", 700}}}, w.Join())
+
+	// The leader gives it T1 back, and T3 to learn from its warm state.
+	c, err := w.Apply(Assignment{MemberID: "S1-restarted", Assigned: []string{"T1"}, Learning: []string{"T3"}})
+	must(t, err)
+	same(t, Changes{StartActive: []string{"T1"}, StartLearning: []string{"T3"}}, c)
+	w.SetLag("T3", 0)
+	w.Restored("T3")
+	yes(t, w.ShouldRejoin(t0), "ShouldRejoin with its only learner ready")
+	same(t, MemberMetadata{ID: "S1-restarted", Assigned: []string{"T1"}, Learning: []string{"T3"},
+		Ready: []string{"T3"}, Lag: []TaskLag{{"T3", 0}}}, w.Join(), "active T1 still reports a lag, or T3's is lost")
+}
+
+func TestWorkerDoesNotAliasInputs(t *testing.T) {
+	a := Assignment{MemberID: "S1", Assigned: []string{"T1", "T2"}, Learned: []string{"T1"}, Learning: []string{"T3"}}
+	w := joined(t, RejoinStable, a)
+	m := w.Join()
+	m.Assigned[0] = "X"
+	m.Learning[0] = "X"
+	same(t, Assignment{MemberID: "S1", Assigned: []string{"T1", "T2"}, Learned: []string{"T1"}, Learning: []string{"T3"}}, a, "Apply or Join mutated the assignment")
+	same(t, MemberMetadata{ID: "S1", Assigned: []string{"T2"}, Revoked: []string{"T1"}, Learning: []string{"T3"}}, w.Join(), "changing Join's result changed the worker")
+}
+
+// same fails the test unless want and got print the same, so nil and empty
+// lists compare equal (the API documents them as the same).
+func same(t *testing.T, want, got any, what ...any) {
+	t.Helper()
+	if w, g := fmt.Sprintf("%+v", want), fmt.Sprintf("%+v", got); w != g {
+		t.Errorf("%s\n got %s\nwant %s", fmt.Sprint(what...), g, w)
+	}
+}
+
+func yes(t *testing.T, cond bool, what ...any) {
+	t.Helper()
+	if !cond {
+		t.Errorf("%s = false, want true", fmt.Sprint(what...))
+	}
+}
+
+func no(t *testing.T, cond bool, what ...any) {
+	t.Helper()
+	if cond {
+		t.Errorf("%s = true, want false", fmt.Sprint(what...))
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
