@@ -197,4 +197,3 @@ func (g *group) balance() {
 func (g *group) worthMoving(h, l int32) bool {
 	return (2*int64(g.load[h])-1)*g.capacity[l] > (2*int64(g.load[l])+1)*g.capacity[h]
 }
-
