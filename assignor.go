@@ -69,7 +69,7 @@ func New(tasks []Task, opts Options) (*Assignor, error) {
 		return nil, fmt.Errorf("learner: %d tasks, more than %d: %w", len(tasks), maxTasks, ErrInvalidTopology)
 	}
 	a := &Assignor{tasks: append([]Task(nil), tasks...), opts: opts}
-	a.index = newTaskIndex(len(tasks))
+	a.index = newTaskIndex()
 	for i, t := range a.tasks {
 		if !validID(t.ID) {
 			return nil, fmt.Errorf("learner: task %d: malformed ID %q (want 1-%d letters, digits, '_', '-', '.'): %w",
