@@ -42,7 +42,7 @@ type member struct {
 	leaving  bool
 	joinedAt time.Duration
 	goneAt   time.Duration // when it stopped running; valid once !alive
-	slots    []*slot       // by task index; nil: no local state
+	slots    []*slot       // by task index (dense: simple and fast at simulator sizes); nil: no local state
 	worker   *learner.Worker
 }
 
@@ -75,7 +75,8 @@ type engine struct {
 	strat   strategy
 	tasks   []learner.Task
 	size    []float64
-	members []*member // in the order they joined, dead ones included
+	index   map[string]int // task ID -> index
+	members []*member      // in the order they joined, dead ones included
 	now     time.Duration
 	queue   eventQueue
 	seq     uint64
@@ -103,10 +104,11 @@ func (e *engine) fail(format string, args ...any) {
 }
 
 func run(sc *Scenario, s Strategy) (*Result, error) {
-	e := &engine{sc: sc, lastOwner: make([]int, len(sc.Tasks))}
-	for _, t := range sc.Tasks {
+	e := &engine{sc: sc, lastOwner: make([]int, len(sc.Tasks)), index: make(map[string]int, len(sc.Tasks))}
+	for i, t := range sc.Tasks {
 		e.tasks = append(e.tasks, learner.Task{ID: t.ID, Stateful: t.Size > 0})
 		e.size = append(e.size, t.Size)
+		e.index[t.ID] = i
 	}
 	var err error
 	if e.strat, err = newStrategy(s, e); err != nil {
@@ -156,7 +158,7 @@ func (e *engine) start() {
 	for i, m := range e.members {
 		e.strat.initial(m, as[i])
 		for _, id := range as[i].Assigned {
-			t := e.taskIndex(id)
+			t := e.index[id]
 			m.slots[t] = &slot{role: active, have: e.size[t], done: true}
 			e.lastOwner[t] = m.idx
 		}
@@ -179,17 +181,11 @@ func (e *engine) addMember(ms MemberSpec) *member {
 	return m
 }
 
-// taskIndex maps a task ID to its index. Linear, but only the few IDs of a
-// rebalance's assignments go through it, via taskSet.
-func (e *engine) taskIndex(id string) int {
-	return slices.IndexFunc(e.tasks, func(t learner.Task) bool { return t.ID == id })
-}
-
 // taskSet turns a list of IDs into a per-task membership vector.
-func (e *engine) taskSet(ids []string, index map[string]int) []bool {
+func (e *engine) taskSet(ids []string) []bool {
 	in := make([]bool, len(e.tasks))
 	for _, id := range ids {
-		if t, ok := index[id]; ok {
+		if t, ok := e.index[id]; ok {
 			in[t] = true
 		}
 	}
@@ -338,17 +334,13 @@ func (e *engine) finishRebalance(r Round, group []*member, leader *member) {
 			return
 		}
 		e.res.Rounds = append(e.res.Rounds, r)
-		index := make(map[string]int, len(e.tasks))
-		for t, task := range e.tasks {
-			index[task.ID] = t
-		}
 		byID := make(map[string]*member, len(group))
 		for _, m := range group {
 			byID[m.id] = m
 		}
 		for _, a := range as {
 			if m := byID[a.MemberID]; m.alive && m.inGroup {
-				e.strat.apply(m, a, index)
+				e.strat.apply(m, a)
 			}
 		}
 		e.strat.settled(r)
@@ -359,8 +351,8 @@ func (e *engine) finishRebalance(r Round, group []*member, leader *member) {
 
 // setRoles gives member m the assignment's active and learning tasks; it
 // keeps the local state of tasks it held in any role and drops the rest.
-func (e *engine) setRoles(m *member, a learner.Assignment, index map[string]int) {
-	act, lrn := e.taskSet(a.Assigned, index), e.taskSet(a.Learning, index)
+func (e *engine) setRoles(m *member, a learner.Assignment) {
+	act, lrn := e.taskSet(a.Assigned), e.taskSet(a.Learning)
 	for t := range e.tasks {
 		s := m.slots[t]
 		if !act[t] && !lrn[t] {
@@ -433,6 +425,11 @@ func (e *engine) schedule(m *member, t int) {
 
 // integrate adds the metrics of the interval [lastT, to), during which the
 // state is constant: nothing changes between events.
+//
+// It scans every member's slots, as record does: O(members x tasks) per
+// event. Scenarios have hundreds of events and at most a few thousand tasks,
+// so this stays far below a second and keeps the metrics obviously right;
+// incremental counters would be faster and easier to get wrong.
 func (e *engine) integrate(to time.Duration) {
 	dt := to - e.lastT
 	if dt <= 0 {

@@ -21,8 +21,8 @@ func (s *stickyStrategy) initial(*member, learner.Assignment) {}
 func (s *stickyStrategy) joined(*member)                      {}
 func (s *stickyStrategy) restored(*member, int)               {}
 func (s *stickyStrategy) leave(m *member)                     { s.e.depart(m, "leaves") }
-func (s *stickyStrategy) apply(m *member, a learner.Assignment, index map[string]int) {
-	s.e.setRoles(m, a, index)
+func (s *stickyStrategy) apply(m *member, a learner.Assignment) {
+	s.e.setRoles(m, a)
 }
 
 // join reports the member's active tasks and, as lag, the MB its warm-up
@@ -83,10 +83,7 @@ func (s *stickyStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assig
 	if k == 0 {
 		return as, nil, nil
 	}
-	index := make(map[string]int, n)
-	for t, task := range s.e.tasks {
-		index[task.ID] = t
-	}
+	index := s.e.index
 	cur := make([]int, n) // reported owner, -1 for none
 	for t := range cur {
 		cur[t] = -1

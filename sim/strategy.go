@@ -24,7 +24,7 @@ type strategy interface {
 	// any order, and the tasks withheld for a follow-up rebalance.
 	assign(joins []learner.MemberMetadata) ([]learner.Assignment, []string, error)
 	// apply makes m run its assignment.
-	apply(m *member, a learner.Assignment, index map[string]int)
+	apply(m *member, a learner.Assignment)
 	// restored handles m's learner or warm-up of task t catching up.
 	restored(m *member, t int)
 	// settled runs after a round's assignments are applied.
@@ -94,7 +94,7 @@ func (s *learnerStrategy) leave(m *member) {
 func (s *learnerStrategy) join(m *member) learner.MemberMetadata {
 	md := m.worker.Join()
 	for _, id := range md.Revoked {
-		s.e.stop(m, s.e.taskIndex(id))
+		s.e.stop(m, s.e.index[id])
 	}
 	return md
 }
@@ -104,13 +104,13 @@ func (s *learnerStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assi
 	return as, nil, err
 }
 
-func (s *learnerStrategy) apply(m *member, a learner.Assignment, index map[string]int) {
+func (s *learnerStrategy) apply(m *member, a learner.Assignment) {
 	c, err := m.worker.Apply(a)
 	if err != nil {
 		s.e.fail("%v", err)
 		return
 	}
-	s.e.setRoles(m, a, index)
+	s.e.setRoles(m, a)
 	if c.Shutdown {
 		s.e.depart(m, "has handed over its tasks and leaves")
 	}

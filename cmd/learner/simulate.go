@@ -38,7 +38,7 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 	}
 	var (
 		scenario = fs.String("scenario", "", "read the scenario from `FILE` (- for stdin) instead of the default")
-		print    = fs.Bool("print-scenario", false, "print the scenario in the scenario format and exit")
+		print    = fs.Bool("print-scenario", false, "print the scenario in the scenario format (without the overrides) and exit")
 		verbose  = fs.Bool("v", false, "log every rebalance: members' join status and the assignment")
 		svg      = fs.String("svg", "", "write a timeline picture to `FILE`")
 
@@ -49,7 +49,7 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		session   = fs.Duration("session-timeout", 0, "override the time until a crash is noticed")
 		probing   = fs.Duration("probing-interval", 0, "override the warm-up strategy's probing interval")
 		warmups   = fs.Int("max-warmups", 0, "override the warm-up strategy's warm-up replicas at once")
-		deadline  = fs.Duration("leave-deadline", -1, "override the learner strategies' leave deadline (0: none)")
+		deadline  = fs.Duration("leave-deadline", 0, "override the learner strategies' leave deadline (0: none)")
 		sizeRange = fs.String("size", fmt.Sprintf("%g-%g", sim.Defaults.MinSize, sim.Defaults.MaxSize), "default scenario: state size range of stateful tasks, `MIN-MAX` MB")
 	)
 	fs.IntVar(&p.Members, "members", p.Members, "default scenario: peak group size (it starts with two thirds)")
