@@ -87,8 +87,9 @@ type engine struct {
 	reasons     []string // why the next rebalance starts
 	lastOwner   []int    // per task, the member that last ran it active; -1
 
-	res   Result
-	lastT time.Duration // metrics are integrated up to here
+	res     Result
+	lastT   time.Duration // metrics are integrated up to here
+	episode time.Duration // how long the group has been unbalanced
 }
 
 // at schedules f at time t (not before now).
@@ -456,8 +457,12 @@ func (e *engine) integrate(to time.Duration) {
 			mt.Downtime += dt
 		}
 	}
-	if !e.balanced(procs) {
+	if e.balanced(procs) {
+		e.episode = 0
+	} else {
 		mt.Unbalanced += dt
+		e.episode += dt
+		mt.LongestUnbalanced = max(mt.LongestUnbalanced, e.episode)
 	}
 }
 

@@ -88,6 +88,9 @@ type Metrics struct {
 	// holding a task, or staying members' active counts more than one apart.
 	// Summed over the scenario's stories, it is their time until balanced.
 	Unbalanced time.Duration
+	// LongestUnbalanced is the longest stretch the group was unbalanced:
+	// the worst time until balanced after a disturbance.
+	LongestUnbalanced time.Duration
 	// PeakActive is the most active tasks one member held at once.
 	PeakActive int
 	// PeakBusy is the most tasks one member held at once, learners and
