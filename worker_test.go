@@ -283,3 +283,24 @@ func TestWorkersDriveAssign(t *testing.T) {
 		}
 	}
 }
+
+// The member side of the document's Scale Up walkthrough, for S4: it joins
+// empty, learns T1, rejoins once T1 is ready and takes it over.
+func ExampleWorker() {
+	w := NewWorker("S4", RejoinStable)
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+	fmt.Println(w.ShouldRejoin(now), FormatMember(w.Join()))
+	c, _ := w.Apply(Assignment{MemberID: "S4", Learning: []string{"T1"}})
+	fmt.Printf("start learning %v\n", c.StartLearning)
+
+	w.Restored("T1") // the application finished replaying T1's changelog
+	fmt.Println(w.ShouldRejoin(now), FormatMember(w.Join()))
+	c, _ = w.Apply(Assignment{MemberID: "S4", Assigned: []string{"T1"}})
+	fmt.Printf("stop learning %v, start active %v\n", c.StopLearning, c.StartActive)
+	// Output:
+	// true S4(assigned: [], revoked: [], learning: [])
+	// start learning [T1]
+	// true S4(assigned: [], revoked: [], learning: [T1], ready: [T1])
+	// stop learning [T1], start active [T1]
+}
