@@ -34,16 +34,14 @@ type slot struct {
 }
 
 type member struct {
-	idx      int
-	id       string
-	rate     float64
-	alive    bool // the process runs
-	inGroup  bool // the group counts it as a member
-	leaving  bool
-	joinedAt time.Duration
-	goneAt   time.Duration // when it stopped running; valid once !alive
-	slots    []*slot       // by task index (dense: simple and fast at simulator sizes); nil: no local state
-	worker   *learner.Worker
+	idx     int
+	id      string
+	rate    float64
+	alive   bool // the process runs
+	inGroup bool // the group counts it as a member
+	leaving bool
+	slots   []*slot // by task index (dense: simple and fast at simulator sizes); nil: no local state
+	worker  *learner.Worker
 }
 
 type event struct {
@@ -116,7 +114,6 @@ func run(sc *Scenario, s Strategy) (*Result, error) {
 		return nil, err
 	}
 	e.res.Strategy = s
-	e.res.Timeline.Tasks = len(e.tasks)
 	e.start()
 	for _, ev := range sc.Events {
 		e.at(ev.At, func() { e.script(ev) })
@@ -133,7 +130,6 @@ func run(sc *Scenario, s Strategy) (*Result, error) {
 	}
 	e.integrate(sc.Duration)
 	e.now = sc.Duration
-	e.res.Duration = sc.Duration
 	e.res.Timeline.End = sc.Duration
 	return &e.res, nil
 }
@@ -175,8 +171,7 @@ func b2i(b bool) int {
 }
 
 func (e *engine) addMember(ms MemberSpec) *member {
-	m := &member{idx: len(e.members), id: ms.ID, rate: ms.Rate, alive: true, inGroup: true,
-		joinedAt: e.now, slots: make([]*slot, len(e.tasks))}
+	m := &member{idx: len(e.members), id: ms.ID, rate: ms.Rate, alive: true, inGroup: true, slots: make([]*slot, len(e.tasks))}
 	e.members = append(e.members, m)
 	e.res.Timeline.Members = append(e.res.Timeline.Members, MemberTimeline{ID: m.id, Joined: e.now, Gone: -1})
 	return m
@@ -213,6 +208,14 @@ func (e *engine) leader() *member {
 }
 
 func (e *engine) script(ev Event) {
+	label := ev.Kind.String()
+	for _, ms := range ev.Members {
+		label += " " + ms.ID
+	}
+	if l := e.leader(); ev.Kind == CrashLeader && l != nil {
+		label += " " + l.id
+	}
+	e.res.Timeline.Events = append(e.res.Timeline.Events, Mark{At: e.now, Label: label})
 	switch ev.Kind {
 	case Join:
 		for _, ms := range ev.Members {
@@ -252,7 +255,6 @@ func (e *engine) script(ev Event) {
 // kill stops a member's process; its local state is lost with it.
 func (e *engine) kill(m *member) {
 	m.alive = false
-	m.goneAt = e.now
 	e.res.Timeline.Members[m.idx].Gone = e.now
 	for t, s := range m.slots {
 		if s != nil {

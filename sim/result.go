@@ -117,7 +117,6 @@ type Round struct {
 // Result is one strategy's run.
 type Result struct {
 	Strategy Strategy
-	Duration time.Duration
 	Metrics  Metrics
 	Rounds   []Round
 	Timeline Timeline
@@ -125,11 +124,18 @@ type Result struct {
 
 // Timeline is what each member ran over time, for pictures.
 type Timeline struct {
-	Tasks   int
-	End     time.Duration
+	End     time.Duration // the scenario's duration
 	Members []MemberTimeline
 	// Down is the number of tasks down, from each At until the next.
 	Down []Count
+	// Events are the scripted events, labelled like "join S9 S10".
+	Events []Mark
+}
+
+// Mark labels an instant.
+type Mark struct {
+	At    time.Duration
+	Label string
 }
 
 // MemberTimeline is one member's states, each valid from its At until the

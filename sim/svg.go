@@ -45,7 +45,8 @@ func WriteSVG(w io.Writer, rs []*Result) error {
 			down = max(down, c.N)
 		}
 	}
-	height := 40
+	const top = 56 // title, time labels, two rows of event labels
+	height := top + 10
 	for _, r := range rs {
 		height += svgHeader + svgMarks + svgRow*len(r.Timeline.Members) + svgDown + svgGap
 	}
@@ -55,12 +56,30 @@ func WriteSVG(w io.Writer, rs []*Result) error {
 	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 	p(`<text x="%d" y="14" font-size="12">Per member: <tspan fill="#3b6fc4">active</tspan>, <tspan fill="#d9534f">active but down (restoring, or stopped at a join)</tspan>, <tspan fill="#e8a33d">learning / warm-up</tspan> (bar height: tasks, full = %d). Ticks: rebalances. Grey: member alive.</text>`+"\n", svgLabel, load)
 	ax.draw(p, 30, height-10)
-	y := 30
+	drawEvents(p, ax, rs[0].Timeline.Events, 32, height-10)
+	y := top
 	for _, r := range rs {
 		y = drawPanel(p, ax, r, y, load, down)
 	}
 	p("</svg>\n")
 	return bw.Flush()
+}
+
+// drawEvents marks the scripted events with a dashed line through every
+// panel, labelled at the top; labels of events close together share a line.
+func drawEvents(p func(string, ...any), ax *axis, evs []Mark, top, bottom int) {
+	lastX, row := -1000.0, 0
+	for _, ev := range evs {
+		x := ax.x(ev.At)
+		p(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#7a4fb0" stroke-dasharray="3,3" stroke-width="0.8"/>`, x, top, x, bottom)
+		if x-lastX < 80 {
+			row = 1 - row
+		} else {
+			row = 0
+		}
+		p(`<text x="%.1f" y="%d" font-size="9" fill="#7a4fb0">%s</text>`+"\n", x+2, top+8+10*row, html.EscapeString(ev.Label))
+		lastX = x
+	}
 }
 
 func drawPanel(p func(string, ...any), ax *axis, r *Result, y, load, down int) int {
