@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"fmt"
+	"slices"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -303,4 +304,31 @@ func ExampleWorker() {
 	// start learning [T1]
 	// true S4(assigned: [], revoked: [], learning: [T1], ready: [T1])
 	// stop learning [T1], start active [T1]
+}
+
+// TestWorkerCrashRejoinWithAssign: S1 crashes while owning T1 and T2 and
+// restarts as S1-b, finding T1's state on disk. The leader sees T1 and T2
+// ownerless; T1 goes back to the warm S1-b, and no task is lost.
+func TestWorkerCrashRejoinWithAssign(t *testing.T) {
+	a, err := New([]Task{{"T1", true}, {"T2", true}, {"T3", true}, {"T4", true}}, Options{})
+	must(t, err)
+	s2 := joined(t, RejoinStable, Assignment{MemberID: "S2", Assigned: []string{"T3", "T4"}})
+	s1b := NewWorker("S1-b", RejoinStable)
+	s1b.SetLag("T1", 40)
+	yes(t, s1b.ShouldRejoin(t0), "restarted worker ShouldRejoin")
+	as, err := a.Assign([]MemberMetadata{s2.Join(), s1b.Join()})
+	must(t, err)
+	owners := map[string]string{}
+	for _, x := range as {
+		for _, id := range x.Assigned {
+			owners[id] = x.MemberID
+		}
+	}
+	same(t, 4, len(owners), "tasks with an owner after the crash:\n", FormatAssignments(as))
+	same(t, "S1-b", owners["T1"], "owner of T1, whose state S1-b found on disk:\n", FormatAssignments(as))
+	i := slices.IndexFunc(as, func(x Assignment) bool { return x.MemberID == "S1-b" })
+	c, err := s1b.Apply(as[i])
+	must(t, err)
+	yes(t, slices.Contains(c.StartActive, "T1"), fmt.Sprintf("S1-b's changes %+v start T1", c))
+	same(t, MemberMetadata{ID: "S1-b", Assigned: as[i].Assigned}, s1b.Join(), "S1-b reports no lag for a task it runs")
 }
