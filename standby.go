@@ -33,6 +33,7 @@ func (g *group) placeStandbys() {
 			}
 		}
 	}
+	p.buildHeaps() // only now: keeping needs no order, and most standbys are kept
 	for t := range nt {
 		for p.have[t] < p.want[t] {
 			m := p.pick(t)
@@ -48,12 +49,12 @@ func (g *group) placeStandbys() {
 // standbyPlan is the state of placeStandbys.
 type standbyPlan struct {
 	*group
-	want, have []int32 // per task
-	share      []int32 // per member: its share of all standbys
-	rackOf     []int32 // per member: rack group (racks, then one for "no rack")
-	heaps      []*memberHeap
-	room       []int32 // per rack group: members below their share
-	used       []bool  // per rack group, for the task being placed
+	want, have []int32       // per task
+	share      []int32       // per member: its share of all standbys
+	rackOf     []int32       // per member: rack group (racks, then one for "no rack")
+	heaps      []*memberHeap // per rack group, members below their share; built after keeping
+	room       []int32       // per rack group: members below their share
+	used       []bool        // per rack group, for the task being placed
 	skipped    []int32
 }
 
@@ -84,12 +85,8 @@ func (g *group) newStandbyPlan(k int) *standbyPlan {
 	g.sbHave = p.have
 
 	groups := g.nRacks + 1 // the last group holds members without a rack
-	p.heaps = make([]*memberHeap, groups)
 	p.room = make([]int32, groups)
 	p.used = make([]bool, groups)
-	for r := range p.heaps {
-		p.heaps[r] = newMemberHeap(n, g.lighterTotal)
-	}
 	for m := range int32(n) {
 		p.rackOf[m] = g.rack[m]
 		if p.rackOf[m] == none {
@@ -101,11 +98,23 @@ func (g *group) newStandbyPlan(k int) *standbyPlan {
 		// ceil(total · cap / capTotal)
 		p.share[m] = int32((total*g.capacity[m] + g.capTotal - 1) / g.capTotal)
 		if p.share[m] > 0 {
-			p.heaps[p.rackOf[m]].push(m)
 			p.room[p.rackOf[m]]++
 		}
 	}
 	return p
+}
+
+// buildHeaps puts every staying member below its share in its rack's heap.
+func (p *standbyPlan) buildHeaps() {
+	p.heaps = make([]*memberHeap, len(p.room))
+	for r := range p.heaps {
+		p.heaps[r] = newMemberHeap(len(p.load), p.lighterTotal)
+	}
+	for m := range int32(len(p.load)) {
+		if !p.leaving[m] && p.sbCount[m] < p.share[m] {
+			p.heaps[p.rackOf[m]].push(m)
+		}
+	}
 }
 
 // lighterTotal orders members by total load (planned active plus standby)
@@ -170,10 +179,14 @@ func (p *standbyPlan) add(t, m int32) {
 	p.sbCount[m]++
 	r := p.rackOf[m]
 	if p.sbCount[m] == p.share[m] {
-		p.heaps[r].remove(m)
 		p.room[r]--
-	} else {
-		p.heaps[r].fix(m)
+	}
+	if p.heaps != nil {
+		if p.sbCount[m] >= p.share[m] {
+			p.heaps[r].remove(m)
+		} else {
+			p.heaps[r].fix(m)
+		}
 	}
 }
 
