@@ -1,0 +1,190 @@
+package kgolearner
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/learnerassignor/learner"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// leader is the balancer's logic on the member that leads the group.
+type leader struct{ b *Balancer }
+
+// Balance implements kgo.ConsumerBalancerBalance. kgo calls it through
+// ConsumerBalancer.BalanceOrError, which returns the error set here.
+func (l leader) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
+	plan, err := l.b.plan(cb, topics)
+	if err != nil {
+		cb.SetError(err)
+		return nil
+	}
+	return plan
+}
+
+// syncPlan is the leader's answer, one entry per member, sorted by member ID.
+type syncPlan []kmsg.SyncGroupRequestGroupAssignment
+
+func (p syncPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment { return p }
+
+// plan decodes every member, assigns, withholds what another member still
+// owns, and encodes each member's partitions and tags.
+func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (syncPlan, error) {
+	for i, s := range b.topo.subs {
+		for _, topic := range s.Topics {
+			n, ok := topics[topic]
+			if !ok {
+				return nil, fmt.Errorf("kgolearner: topic %q of subtopology %d is not in the cluster's metadata", topic, i)
+			}
+			if n != s.Partitions {
+				return nil, fmt.Errorf("kgolearner: topic %q of subtopology %d has %d partitions in the cluster, the topology declares %d",
+					topic, i, n, s.Partitions)
+			}
+		}
+	}
+
+	round := Round{}
+	kafkaIDs := map[string]string{} // learner ID -> coordinator's member ID
+	claims := map[int][]string{}    // task index -> learner IDs of members owning one of its partitions
+	cb.EachMember(func(km *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+		id := LearnerID(km.MemberID)
+		kafkaIDs[id] = km.MemberID
+		owned := map[string][]int32{}
+		for _, op := range meta.OwnedPartitions {
+			owned[op.Topic] = append(owned[op.Topic], op.Partitions...)
+			for _, p := range op.Partitions {
+				if t := b.topo.taskOf(op.Topic, p); t >= 0 && !slices.Contains(claims[t], id) {
+					claims[t] = append(claims[t], id)
+				}
+			}
+		}
+		m, err := b.codec.DecodeMember(meta.UserData)
+		if err != nil {
+			// Another topology keeps what does not depend on it
+			// (leaving, capacity, tasks sent by name); anything else
+			// keeps nothing. Either way the member owns what Kafka
+			// says it owns.
+			if !errors.Is(err, learner.ErrTopologyMismatch) {
+				m = learner.MemberMetadata{}
+			}
+			round.Undecoded++
+			for _, t := range b.topo.tasksOf(owned) {
+				if !slices.Contains(m.Assigned, t) && !slices.Contains(m.Revoked, t) {
+					m.Assigned = append(m.Assigned, t)
+				}
+			}
+		}
+		m.ID = id
+		if m.Rack == "" && meta.Rack != nil && *meta.Rack != "" {
+			m.Rack = LearnerID(*meta.Rack)
+		}
+		round.Members = append(round.Members, m)
+	})
+
+	out, err := b.assignor.Assign(round.Members)
+	if err != nil {
+		return nil, fmt.Errorf("kgolearner: %w", err)
+	}
+
+	plan := make(syncPlan, 0, len(out))
+	withheld := map[int]bool{}
+	for _, as := range out {
+		sent := b.withhold(as, claims, withheld)
+		round.Assignments = append(round.Assignments, sent)
+		ka := kmsg.NewConsumerMemberAssignment()
+		ka.Topics = b.partitionsOf(sent.Assigned)
+		sent.MemberID = workerID // the coordinator's member ID says whose it is
+		if ka.UserData, err = b.codec.AppendAssignment(nil, sent); err != nil {
+			return nil, fmt.Errorf("kgolearner: %w", err)
+		}
+		sa := kmsg.NewSyncGroupRequestGroupAssignment()
+		sa.MemberID = kafkaIDs[as.MemberID]
+		sa.MemberAssignment = ka.AppendTo(nil)
+		plan = append(plan, sa)
+	}
+	slices.SortFunc(plan, func(x, y kmsg.SyncGroupRequestGroupAssignment) int { return strings.Compare(x.MemberID, y.MemberID) })
+	for t := range b.topo.tasks {
+		if withheld[t] {
+			round.Withheld = append(round.Withheld, b.topo.tasks[t].ID)
+		}
+	}
+	if b.hooks.Rebalanced != nil {
+		b.hooks.Rebalanced(round)
+	}
+	return plan, nil
+}
+
+// withhold returns as without the active tasks whose partitions another
+// member still owns: Kafka cannot make that member stop before this one
+// starts. A withheld stateful task stays a learner task of as's member, so
+// its replayed state is kept and it takes the task over as soon as the
+// owner has revoked it (the task then has no owner and goes to its
+// learner); a stateless one is simply assigned in the next generation.
+func (b *Balancer) withhold(as learner.Assignment, claims map[int][]string, withheld map[int]bool) learner.Assignment {
+	var keep, learn []string
+	for _, id := range as.Assigned {
+		t := b.topo.index[id]
+		other := slices.ContainsFunc(claims[t], func(c string) bool { return c != as.MemberID })
+		switch {
+		case !other:
+			keep = append(keep, id)
+		case b.topo.tasks[t].Stateful:
+			withheld[t] = true
+			learn = append(learn, id)
+		default:
+			withheld[t] = true
+		}
+	}
+	if len(keep) == len(as.Assigned) {
+		return as
+	}
+	as.Assigned = keep
+	as.Learned = slices.DeleteFunc(slices.Clone(as.Learned), func(id string) bool { return !slices.Contains(keep, id) })
+	as.Learning = slices.Concat(as.Learning, learn)
+	slices.SortFunc(as.Learning, func(x, y string) int { return b.topo.index[x] - b.topo.index[y] })
+	return as
+}
+
+// partitionsOf returns the partitions of tasks, by topic in name order.
+func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentTopic {
+	byTopic := map[string][]int32{}
+	for _, id := range tasks {
+		b.topo.partitions(b.topo.index[id], func(topic string, p int32) { byTopic[topic] = append(byTopic[topic], p) })
+	}
+	var out []kmsg.ConsumerMemberAssignmentTopic
+	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
+		at := kmsg.NewConsumerMemberAssignmentTopic()
+		at.Topic, at.Partitions = topic, byTopic[topic]
+		slices.Sort(at.Partitions)
+		out = append(out, at)
+	}
+	return out
+}
+
+// LearnerID turns a coordinator's member ID (or a rack) into a learner ID:
+// letters, digits, '_' and '-' stay, every other byte (including '.')
+// becomes '.' and two hex digits, so distinct IDs stay distinct. IDs that
+// would grow past 255 bytes are cut and suffixed with a hash.
+func LearnerID(kafkaID string) string {
+	var sb strings.Builder
+	for i := 0; i < len(kafkaID); i++ {
+		c := kafkaID[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' {
+			sb.WriteByte(c)
+		} else {
+			fmt.Fprintf(&sb, ".%02x", c)
+		}
+	}
+	id := sb.String()
+	if len(id) > 255 || id == "" {
+		h := fnv.New64a()
+		h.Write([]byte(kafkaID))
+		id = fmt.Sprintf("%.200s-%016x", id, h.Sum64())
+	}
+	return id
+}
