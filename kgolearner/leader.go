@@ -67,16 +67,22 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		if err != nil {
 			// Another topology keeps what does not depend on it
 			// (leaving, capacity, tasks sent by name); anything else
-			// keeps nothing. Either way the member owns what Kafka
-			// says it owns.
+			// keeps nothing.
 			if !errors.Is(err, learner.ErrTopologyMismatch) {
 				m = learner.MemberMetadata{}
 			}
 			round.Undecoded++
-			for _, t := range b.topo.tasksOf(owned) {
-				if !slices.Contains(m.Assigned, t) && !slices.Contains(m.Revoked, t) {
-					m.Assigned = append(m.Assigned, t)
-				}
+		}
+		// Active tasks travel as the partitions the member owns (see
+		// JoinGroupMetadata): those it gave up at this join are in
+		// Revoked, the rest it runs.
+		revoked := map[string]bool{}
+		for _, t := range slices.Concat(m.Assigned, m.Revoked) {
+			revoked[t] = true
+		}
+		for _, t := range b.topo.tasksOf(owned) {
+			if !revoked[t] {
+				m.Assigned = append(m.Assigned, t)
 			}
 		}
 		m.ID = id
