@@ -78,7 +78,8 @@ type member struct {
 
 	// Guarded by g.mu.
 	autoReady bool
-	dead      bool // crashed, or lost its session
+	deadline  bool // left with a deadline: may shut down with active tasks
+	dead      bool // crashed, left, or lost its session
 	active    map[string]bool
 	learning  map[string]bool // value: reported ready
 	standby   map[string]bool
@@ -284,7 +285,7 @@ func (m *member) shutdownHook() {
 	g := m.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(m.active) > 0 {
+	if len(m.active) > 0 && !m.deadline {
 		g.fail("%s shuts down with active tasks %v", m.name, slices.Sorted(maps.Keys(m.active)))
 	}
 	m.shutdown = true
@@ -338,6 +339,13 @@ func (m *member) crash() {
 	}
 	g.cluster.ControlKey(int16(kmsg.LeaveGroup), drop)
 	g.cluster.ControlKey(int16(kmsg.Heartbeat), drop)
+	m.close()
+}
+
+// close closes a member's client, which leaves the group. The process is
+// gone: it runs and owns nothing any more.
+func (m *member) close() {
+	g := m.g
 	g.mu.Lock()
 	m.dead = true
 	g.mu.Unlock()
@@ -355,14 +363,6 @@ func (m *member) crash() {
 			delete(g.owner, key)
 		}
 	}
-}
-
-// close closes a member's client, which leaves the group.
-func (m *member) close() {
-	m.g.mu.Lock()
-	m.dead = true
-	m.g.mu.Unlock()
-	m.cl.Close()
 }
 
 // waitFor waits until cond (called with g.mu held) holds, failing on an
@@ -501,16 +501,7 @@ func TestScaleDown(t *testing.T) {
 	g.mu.Unlock()
 
 	s2.b.Leave(time.Time{})
-	g.waitFor(fmt.Sprintf("S1 and S3 to learn S2's stateful tasks of %v", handOver), func() bool {
-		for _, task := range handOver {
-			_, l1 := s1.learning[task]
-			_, l3 := s3.learning[task]
-			if g.stateful[task] && !l1 && !l3 {
-				return false
-			}
-		}
-		return true
-	})
+	g.waitLearners(handOver, s1, s3)
 	g.mu.Lock()
 	for _, task := range handOver {
 		if g.stateful[task] && !s2.active[task] {
@@ -528,6 +519,55 @@ func TestScaleDown(t *testing.T) {
 	s2.close()
 	g.waitStable(s1, s3)
 	g.check()
+}
+
+// TestScaleDownDeadline plays time-bounded scale-down: S2 leaves with a
+// deadline its learners never meet. It shuts down at the deadline with its
+// tasks still running; once it has left, its tasks go to their learners at
+// once, and the group ends balanced over two members.
+func TestScaleDownDeadline(t *testing.T) {
+	g := newGroup(t, storyTopology)
+	s1, s2, s3 := g.add("S1", true), g.add("S2", true), g.add("S3", true)
+	g.waitStable(s1, s2, s3)
+	g.mu.Lock()
+	s1.autoReady, s3.autoReady, s2.deadline = false, false, true
+	handOver := slices.Sorted(maps.Keys(s2.active))
+	g.mu.Unlock()
+
+	s2.b.Leave(time.Now().Add(time.Second))
+	g.waitLearners(handOver, s1, s3)
+	g.waitFor("S2's deadline to shut it down", func() bool { return s2.shutdown })
+	s2.close()
+	g.waitFor(fmt.Sprintf("S2's tasks %v to run on their learners", handOver), func() bool {
+		for _, task := range handOver {
+			if who := g.active[task]; who != "S1" && who != "S3" {
+				return false
+			}
+		}
+		return true
+	})
+	g.mu.Lock()
+	if len(s1.learning)+len(s3.learning) > 0 {
+		t.Errorf("S1, S3 still learn %v, %v after S2 left, want their learners promoted", s1.learning, s3.learning)
+	}
+	g.mu.Unlock()
+	g.waitStable(s1, s3)
+	g.check()
+}
+
+// waitLearners waits until the given stateful tasks are learned on one of
+// the members.
+func (g *group) waitLearners(tasks []string, on ...*member) {
+	g.t.Helper()
+	g.waitFor(fmt.Sprintf("learners of the stateful tasks of %v", tasks), func() bool {
+		for _, task := range tasks {
+			learned := slices.ContainsFunc(on, func(m *member) bool { _, ok := m.learning[task]; return ok })
+			if g.stateful[task] && !learned {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // TestLeaderTransfer plays "Leader Transfer During Scaling": S4 joins and
