@@ -487,18 +487,25 @@ func TestScaleUp(t *testing.T) {
 	g.check()
 }
 
+// scaleDownGroup starts a balanced group of S1 to S3 whose learners S1 and
+// S3 from now on report ready only when the test says so, and returns the
+// tasks S2 runs.
+func scaleDownGroup(t *testing.T) (g *group, s1, s2, s3 *member, handOver []string) {
+	g = newGroup(t, storyTopology)
+	s1, s2, s3 = g.add("S1", true), g.add("S2", true), g.add("S3", true)
+	g.waitStable(s1, s2, s3)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s1.autoReady, s3.autoReady = false, false
+	return g, s1, s2, s3, slices.Sorted(maps.Keys(s2.active))
+}
+
 // TestScaleDown plays "Scale Down Running Application": S2 announces that
 // it is leaving. Its tasks get learners on S1 and S3 and move to them only
 // once they are ready; S2 then has no task left, shuts down and leaves, and
 // the group ends balanced over two members.
 func TestScaleDown(t *testing.T) {
-	g := newGroup(t, storyTopology)
-	s1, s2, s3 := g.add("S1", true), g.add("S2", true), g.add("S3", true)
-	g.waitStable(s1, s2, s3)
-	g.mu.Lock()
-	s1.autoReady, s3.autoReady = false, false
-	handOver := slices.Sorted(maps.Keys(s2.active))
-	g.mu.Unlock()
+	g, s1, s2, s3, handOver := scaleDownGroup(t)
 
 	s2.b.Leave(time.Time{})
 	g.waitLearners(handOver, s1, s3)
@@ -526,12 +533,9 @@ func TestScaleDown(t *testing.T) {
 // tasks still running; once it has left, its tasks go to their learners at
 // once, and the group ends balanced over two members.
 func TestScaleDownDeadline(t *testing.T) {
-	g := newGroup(t, storyTopology)
-	s1, s2, s3 := g.add("S1", true), g.add("S2", true), g.add("S3", true)
-	g.waitStable(s1, s2, s3)
+	g, s1, s2, s3, handOver := scaleDownGroup(t)
 	g.mu.Lock()
-	s1.autoReady, s3.autoReady, s2.deadline = false, false, true
-	handOver := slices.Sorted(maps.Keys(s2.active))
+	s2.deadline = true
 	g.mu.Unlock()
 
 	s2.b.Leave(time.Now().Add(time.Second))
