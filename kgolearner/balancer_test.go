@@ -92,8 +92,14 @@ func TestLearnerID(t *testing.T) {
 
 // joinMember builds what the coordinator hands the leader for one member.
 func (b *Balancer) joinMember(id string, userData []byte, owned map[string][]int32) kmsg.JoinGroupResponseMember {
+	return b.joinMemberAt(id, 1, userData, owned)
+}
+
+// joinMemberAt is joinMember for a member that last synced in generation.
+func (b *Balancer) joinMemberAt(id string, generation int32, userData []byte, owned map[string][]int32) kmsg.JoinGroupResponseMember {
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Version = 3
+	meta.Generation = generation
 	meta.Topics = slices.Sorted(slices.Values(b.topo.topics))
 	meta.UserData = userData
 	for _, topic := range meta.Topics {
@@ -218,6 +224,32 @@ func TestLeaderFallsBackOnOwnedPartitions(t *testing.T) {
 	}
 	if got := tags["S1"].Assigned; !reflect.DeepEqual(got, []string{"0_0", "0_1", "0_2"}) {
 		t.Errorf("S1's assigned = %v, want the tasks it owns", got)
+	}
+}
+
+// TestLeaderToleratesContradictions: a member whose user data contradicts
+// its owned partitions (or itself) and a zombie still claiming partitions
+// that moved on do not fail the rebalance, steal tasks or hold up their
+// current owner.
+func TestLeaderToleratesContradictions(t *testing.T) {
+	b := newTestBalancer(t, testTopology)
+	members := []kmsg.JoinGroupResponseMember{
+		// Learns 0_0 while owning it; stands by for 0_1 it learns; ready for what it does not learn.
+		b.joinMemberAt("S1", 5, b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0", "0_1"}, Standby: []string{"0_1"}, Ready: []string{"0_1", "0_2"}}),
+			map[string][]int32{"orders": {0}, "payments": {0}}),
+		// A zombie from generation 3 still claims 0_0 and 1_0.
+		b.joinMemberAt("S2", 3, b.encodeMember(t, learner.MemberMetadata{}), map[string][]int32{"orders": {0}, "payments": {0}, "clicks": {0}}),
+	}
+	parts, _, round := b.balance(t, members, testCounts)
+	want := []learner.MemberMetadata{
+		{ID: "S1", Assigned: []string{"0_0"}, Learning: []string{"0_1"}, Ready: []string{"0_1"}},
+		{ID: "S2", Assigned: []string{"1_0"}},
+	}
+	if !reflect.DeepEqual(round.Members, want) {
+		t.Errorf("Round.Members = %+v, want %+v", round.Members, want)
+	}
+	if slices.Contains(round.Withheld, "0_0") || !slices.Contains(parts["S1"]["orders"], 0) || slices.Contains(parts["S2"]["orders"], 0) {
+		t.Errorf("plan %v, withheld %v: want S1 to keep 0_0 and the zombie S2 to lose it", parts, round.Withheld)
 	}
 }
 

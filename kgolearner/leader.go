@@ -48,9 +48,25 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		}
 	}
 
+	// The newest generation claiming each task: a member that missed
+	// rebalances (a zombie) may still report partitions that have moved
+	// on since (KIP-792). Its claim blocks a hand-over all the same.
+	newest := map[int]int32{}
+	cb.EachMember(func(_ *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+		for _, op := range meta.OwnedPartitions {
+			for _, p := range op.Partitions {
+				if t := b.topo.taskOf(op.Topic, p); t >= 0 {
+					if g, ok := newest[t]; !ok || meta.Generation > g {
+						newest[t] = meta.Generation
+					}
+				}
+			}
+		}
+	})
+
 	round := Round{}
 	kafkaIDs := map[string]string{} // learner ID -> coordinator's member ID
-	claims := map[int][]string{}    // task index -> learner IDs of members owning one of its partitions
+	claims := map[int][]claim{}     // task index -> members owning one of its partitions
 	cb.EachMember(func(km *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
 		id := LearnerID(km.MemberID)
 		kafkaIDs[id] = km.MemberID
@@ -58,8 +74,8 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		for _, op := range meta.OwnedPartitions {
 			owned[op.Topic] = append(owned[op.Topic], op.Partitions...)
 			for _, p := range op.Partitions {
-				if t := b.topo.taskOf(op.Topic, p); t >= 0 && !slices.Contains(claims[t], id) {
-					claims[t] = append(claims[t], id)
+				if t := b.topo.taskOf(op.Topic, p); t >= 0 && !slices.ContainsFunc(claims[t], func(c claim) bool { return c.id == id }) {
+					claims[t] = append(claims[t], claim{id: id, current: meta.Generation >= newest[t]})
 				}
 			}
 		}
@@ -74,17 +90,16 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 			round.Undecoded++
 		}
 		// Active tasks travel as the partitions the member owns (see
-		// JoinGroupMetadata): those it gave up at this join are in
-		// Revoked, the rest it runs.
-		revoked := map[string]bool{}
-		for _, t := range slices.Concat(m.Assigned, m.Revoked) {
-			revoked[t] = true
-		}
+		// JoinGroupMetadata): it runs them, except those it gave up at
+		// this join (Revoked) and stale claims.
+		var active []string
 		for _, t := range b.topo.tasksOf(owned) {
-			if !revoked[t] {
-				m.Assigned = append(m.Assigned, t)
+			if !slices.Contains(m.Revoked, t) && meta.Generation >= newest[b.topo.index[t]] {
+				active = append(active, t)
 			}
 		}
+		m.Assigned = append(active, m.Assigned...)
+		m = disjoint(m)
 		m.ID = id
 		if m.Rack == "" && meta.Rack != nil && *meta.Rack != "" {
 			m.Rack = LearnerID(*meta.Rack)
@@ -125,19 +140,50 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 	return plan, nil
 }
 
+// disjoint drops the tasks a member lists twice (a report from a buggy or
+// hostile member, or owned partitions that contradict its user data), so
+// that one bad report cannot fail the whole rebalance: a task keeps its
+// first role in the order assigned, revoked, learning, standby, and Ready
+// keeps only learner tasks.
+func disjoint(m learner.MemberMetadata) learner.MemberMetadata {
+	seen := map[string]bool{}
+	keep := func(ids []string) []string {
+		var out []string
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	m.Assigned, m.Revoked, m.Learning, m.Standby = keep(m.Assigned), keep(m.Revoked), keep(m.Learning), keep(m.Standby)
+	m.Ready = slices.DeleteFunc(slices.Clone(m.Ready), func(id string) bool { return !slices.Contains(m.Learning, id) })
+	return m
+}
+
+// claim is a member's report that it owns a task's partitions.
+type claim struct {
+	id      string // learner ID
+	current bool   // from the newest generation that claims the task
+}
+
 // withhold returns as without the active tasks whose partitions another
 // member still owns: Kafka cannot make that member stop before this one
-// starts. A withheld stateful task stays a learner task of as's member, so
+// starts. A member that already owns a task, by a claim from the newest
+// generation, keeps it whoever else claims it: that creates no new overlap,
+// and the stale claimants are told to revoke it. A withheld stateful task stays a learner task of as's member, so
 // its replayed state is kept and it takes the task over as soon as the
 // owner has revoked it (the task then has no owner and goes to its
 // learner); a stateless one is simply assigned in the next generation.
-func (b *Balancer) withhold(as learner.Assignment, claims map[int][]string, withheld map[int]bool) learner.Assignment {
+func (b *Balancer) withhold(as learner.Assignment, claims map[int][]claim, withheld map[int]bool) learner.Assignment {
 	var keep, learn []string
 	for _, id := range as.Assigned {
 		t := b.topo.index[id]
-		other := slices.ContainsFunc(claims[t], func(c string) bool { return c != as.MemberID })
+		owns := slices.ContainsFunc(claims[t], func(c claim) bool { return c.id == as.MemberID && c.current })
+		other := slices.ContainsFunc(claims[t], func(c claim) bool { return c.id != as.MemberID })
 		switch {
-		case !other:
+		case owns || !other:
 			keep = append(keep, id)
 		case b.topo.tasks[t].Stateful:
 			withheld[t] = true
