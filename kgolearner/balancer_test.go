@@ -1,6 +1,7 @@
 package kgolearner
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -300,5 +301,76 @@ func TestJoinGroupPayload(t *testing.T) {
 		members, tasks, total, float64(total)/members, userData, float64(userData)/members)
 	if total > 1_000_000 {
 		t.Errorf("JoinGroup response = %d bytes, want under Kafka's 1 MB default", total)
+	}
+}
+
+// syncBytes encodes what the leader sends one member.
+func (b *Balancer) syncBytes(t testing.TB, as learner.Assignment) []byte {
+	t.Helper()
+	ka := kmsg.NewConsumerMemberAssignment()
+	ka.Topics = b.partitionsOf(as.Assigned)
+	var err error
+	if ka.UserData, err = b.codec.AppendAssignment(nil, as); err != nil {
+		t.Fatal(err)
+	}
+	return ka.AppendTo(nil)
+}
+
+// TestMemberSideHooks follows one member through an assignment, a join
+// that gives up a learned task, the leader handing the task back, and a
+// lost session: the hooks fire once per change, stops before starts.
+func TestMemberSideHooks(t *testing.T) {
+	var events []string
+	record := func(what string) func(string) { return func(task string) { events = append(events, what+" "+task) } }
+	b, err := New(Config{Subtopologies: testTopology, Hooks: Hooks{
+		StartActive: record("start"), StopActive: record("stop"),
+		StartLearning: record("learn"), StopLearning: record("unlearn"),
+		StartStandby: record("standby"), StopStandby: record("unstandby"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := func(step string, want ...string) {
+		t.Helper()
+		if !slices.Equal(events, want) {
+			t.Errorf("%s: hooks %q, want %q", step, events, want)
+		}
+		events = nil
+	}
+
+	parts, err := b.ParseSyncAssignment(b.syncBytes(t, learner.Assignment{
+		Assigned: []string{"0_0", "1_0"}, Learned: []string{"0_0"}, Learning: []string{"0_1"}, Standby: []string{"0_2"}}))
+	if want := map[string][]int32{"orders": {0}, "payments": {0}, "clicks": {0}}; err != nil || !reflect.DeepEqual(parts, want) {
+		t.Fatalf("ParseSyncAssignment = %v, %v; want %v", parts, err, want)
+	}
+	expect("first assignment", "learn 0_1", "standby 0_2", "start 0_0", "start 1_0")
+
+	var meta kmsg.ConsumerMemberMetadata
+	if err := meta.ReadFrom(b.JoinGroupMetadata([]string{"clicks", "orders", "payments"}, parts, 7)); err != nil {
+		t.Fatal(err)
+	}
+	expect("join", "stop 0_0") // learned: given up before the join goes out
+	b.JoinGroupMetadata([]string{"clicks", "orders", "payments"}, parts, 7)
+	expect("join again")
+	m, err := b.codec.DecodeMember(meta.UserData)
+	if want := (learner.MemberMetadata{Revoked: []string{"0_0"}, Learning: []string{"0_1"}, Standby: []string{"0_2"}}); err != nil || !reflect.DeepEqual(m, want) || meta.Generation != 7 || len(meta.OwnedPartitions) != 3 {
+		t.Errorf("JoinGroupMetadata = %+v with user data %+v, %v; want generation 7, 3 owned topics and %+v", meta, m, err, want)
+	}
+
+	// The learner was not ready: the leader hands 0_0 back.
+	if _, err := b.ParseSyncAssignment(b.syncBytes(t, learner.Assignment{
+		Assigned: []string{"0_0", "1_0"}, Learning: []string{"0_1"}, Standby: []string{"0_2"}})); err != nil {
+		t.Fatal(err)
+	}
+	expect("task handed back", "start 0_0")
+
+	b.PartitionsLost(context.Background(), nil, parts)
+	expect("lost session", "stop 0_0", "stop 1_0")
+	if err := meta.ReadFrom(b.JoinGroupMetadata([]string{"clicks", "orders", "payments"}, nil, -1)); err != nil {
+		t.Fatal(err)
+	}
+	m, err = b.codec.DecodeMember(meta.UserData)
+	if want := (learner.MemberMetadata{Learning: []string{"0_1"}, Standby: []string{"0_2"}}); err != nil || !reflect.DeepEqual(m, want) {
+		t.Errorf("join after a lost session reports %+v, %v; want the learner and standby kept: %+v", m, err, want)
 	}
 }
