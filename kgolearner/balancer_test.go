@@ -270,23 +270,17 @@ func TestLeaderRejectsPartitionCountMismatch(t *testing.T) {
 	}
 }
 
-// TestJoinGroupPayload measures the leader's whole JoinGroup response, as
-// Kafka frames it, for 1,000 members and 100,000 tasks (one topic of
-// 100,000 partitions) with one standby each: member IDs, subscriptions,
-// owned partitions and the learner user data.
-func TestJoinGroupPayload(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a 100,000-task topology")
-	}
-	const members, tasks = 1000, 100_000
-	b := newTestBalancer(t, []Subtopology{{Topics: []string{"input"}, Partitions: tasks, Stateful: true}})
-	resp := kmsg.NewJoinGroupResponse()
-	resp.Version = 9
-	userData := 0
-	for i := range members {
+// bigGroup builds the JoinGroup members of a balanced group of 1,000
+// members and 100,000 tasks (one topic of 100,000 partitions) with one
+// standby each: member i owns every 1,000th partition from i and keeps
+// standbys of the next ones.
+func bigGroup(t testing.TB) (b *Balancer, members []kmsg.JoinGroupResponseMember, userData int) {
+	const size, tasks = 1000, 100_000
+	b = newTestBalancer(t, []Subtopology{{Topics: []string{"input"}, Partitions: tasks, Stateful: true}})
+	for i := range size {
 		var m learner.MemberMetadata
 		owned := map[string][]int32{}
-		for task := i; task < tasks; task += members {
+		for task := i; task < tasks; task += size {
 			// JoinGroupMetadata leaves Assigned to the owned partitions.
 			m.Standby = append(m.Standby, fmt.Sprintf("0_%d", (task+1)%tasks))
 			owned["input"] = append(owned["input"], int32(task))
@@ -294,13 +288,46 @@ func TestJoinGroupPayload(t *testing.T) {
 		data := b.encodeMember(t, m)
 		userData += len(data)
 		// A kgo member ID: client ID, '-', UUID.
-		resp.Members = append(resp.Members, b.joinMember(fmt.Sprintf("kgo-%08x-1c2d-4e5f-8a9b-0c1d2e3f4a5b", i), data, owned))
+		members = append(members, b.joinMember(fmt.Sprintf("kgo-%08x-1c2d-4e5f-8a9b-0c1d2e3f4a5b", i), data, owned))
 	}
+	return b, members, userData
+}
+
+// TestJoinGroupPayload measures the leader's whole JoinGroup response, as
+// Kafka frames it, for 1,000 members and 100,000 tasks with one standby
+// each: member IDs, subscriptions, owned partitions and the learner user
+// data.
+func TestJoinGroupPayload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 100,000-task topology")
+	}
+	_, members, userData := bigGroup(t)
+	resp := kmsg.NewJoinGroupResponse()
+	resp.Version = 9
+	resp.Members = members
 	total := len(resp.AppendTo(nil))
-	t.Logf("JoinGroup response for %d members x %d tasks, 1 standby: %d bytes (%.0f per member), of which learner user data %d bytes (%.0f per member)",
-		members, tasks, total, float64(total)/members, userData, float64(userData)/members)
+	n := float64(len(members))
+	t.Logf("JoinGroup response for %d members x 100000 tasks, 1 standby: %d bytes (%.0f per member), of which learner user data %d bytes (%.0f per member)",
+		len(members), total, float64(total)/n, userData, float64(userData)/n)
 	if total > 1_000_000 {
 		t.Errorf("JoinGroup response = %d bytes, want under Kafka's 1 MB default", total)
+	}
+}
+
+// BenchmarkLeaderBalance measures one rebalance of that group on the
+// leader: decoding every member, Assign, withholding and encoding the plan.
+func BenchmarkLeaderBalance(b *testing.B) {
+	bal, members, _ := bigGroup(b)
+	counts := map[string]int32{"input": 100_000}
+	b.ResetTimer()
+	for b.Loop() {
+		gb, _, err := bal.MemberBalancer(members)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(counts); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -48,17 +49,23 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		}
 	}
 
+	// Per-task state lives in slices indexed by task rather than maps: a
+	// rebalance of 100,000 tasks touches every task a few times, and map
+	// hashing dominated BenchmarkLeaderBalance.
+	nt := len(b.topo.tasks)
+
 	// The newest generation claiming each task: a member that missed
 	// rebalances (a zombie) may still report partitions that have moved
 	// on since (KIP-792). Its claim blocks a hand-over all the same.
-	newest := map[int]int32{}
+	newest := make([]int32, nt)
+	for t := range newest {
+		newest[t] = math.MinInt32
+	}
 	cb.EachMember(func(_ *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
 		for _, op := range meta.OwnedPartitions {
 			for _, p := range op.Partitions {
 				if t := b.topo.taskOf(op.Topic, p); t >= 0 {
-					if g, ok := newest[t]; !ok || meta.Generation > g {
-						newest[t] = meta.Generation
-					}
+					newest[t] = max(newest[t], meta.Generation)
 				}
 			}
 		}
@@ -66,7 +73,7 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 
 	round := Round{}
 	kafkaIDs := map[string]string{} // learner ID -> coordinator's member ID
-	claims := map[int][]claim{}     // task index -> members owning one of its partitions
+	claims := make([][]claim, nt)   // task index -> members owning one of its partitions
 	cb.EachMember(func(km *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
 		id := LearnerID(km.MemberID)
 		kafkaIDs[id] = km.MemberID
@@ -113,7 +120,7 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 	}
 
 	plan := make(syncPlan, 0, len(out))
-	withheld := map[int]bool{}
+	withheld := make([]bool, nt)
 	for _, as := range out {
 		sent := b.withhold(as, claims, withheld)
 		round.Assignments = append(round.Assignments, sent)
@@ -146,7 +153,7 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 // first role in the order assigned, revoked, learning, standby, and Ready
 // keeps only learner tasks.
 func disjoint(m learner.MemberMetadata) learner.MemberMetadata {
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(m.Assigned)+len(m.Revoked)+len(m.Learning)+len(m.Standby))
 	keep := func(ids []string) []string {
 		var out []string
 		for _, id := range ids {
@@ -176,7 +183,7 @@ type claim struct {
 // its replayed state is kept and it takes the task over as soon as the
 // owner has revoked it (the task then has no owner and goes to its
 // learner); a stateless one is simply assigned in the next generation.
-func (b *Balancer) withhold(as learner.Assignment, claims map[int][]claim, withheld map[int]bool) learner.Assignment {
+func (b *Balancer) withhold(as learner.Assignment, claims [][]claim, withheld []bool) learner.Assignment {
 	var keep, learn []string
 	for _, id := range as.Assigned {
 		t := b.topo.index[id]
