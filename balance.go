@@ -144,17 +144,22 @@ func (g *group) move(t, m int32) {
 	}
 	g.load[from]--
 	g.load[m]++
+	if g.spread.on {
+		g.spread.moved(g.sub[t], from, m)
+	}
 }
 
 // balance moves tasks from heavy to light staying members until no move
 // lowers the imbalance (rule 7). A donor gives, in order: a task the
-// receiver has a standby of (rule 8), a stateless task (it moves for free),
-// its first task in topology order. Tasks that already move this round, and
+// receiver has local state for, smallest reported lag first, then standbys
+// (rule 8); a stateless task (it moves for free); its first task in
+// topology order. Tasks that already move this round, and
 // learners, never move again: no half-way bounce.
 func (g *group) balance() {
 	if g.staying < 2 {
 		return
 	}
+	g.spread = g.newSpread()
 	g.buildSheddable()
 	donors := newMemberHeap(len(g.load), g.heavier)
 	recv := newMemberHeap(len(g.load), g.lighter)
@@ -174,10 +179,16 @@ func (g *group) balance() {
 			donors.remove(h)
 			continue
 		}
+		// Both keys change at once, and a heap can only restore one
+		// misplaced element at a time: take both out and put them back.
+		for _, hp := range [2]*memberHeap{donors, recv} {
+			hp.remove(h)
+			hp.remove(l)
+		}
 		g.move(t, l)
-		for _, m := range [2]int32{h, l} {
-			donors.fix(m)
-			recv.fix(m)
+		for _, hp := range [2]*memberHeap{donors, recv} {
+			hp.push(h)
+			hp.push(l)
 		}
 	}
 }
@@ -185,62 +196,4 @@ func (g *group) balance() {
 // worthMoving reports whether moving one task from h to l lowers the imbalance.
 func (g *group) worthMoving(h, l int32) bool {
 	return (2*int64(g.load[h])-1)*g.capacity[l] > (2*int64(g.load[l])+1)*g.capacity[h]
-}
-
-// buildSheddable lists, per staying member, the tasks it could give away:
-// owned, not learned, not placed this round. Stateless tasks come first
-// because they move without a learner; then topology order.
-func (g *group) buildSheddable() {
-	n := len(g.load)
-	g.shed = csr{start: make([]int32, n+1)}
-	for t, o := range g.owner {
-		if g.sheddable(int32(t), o) {
-			g.shed.start[o+1]++
-		}
-	}
-	for m := range n {
-		g.shed.start[m+1] += g.shed.start[m]
-	}
-	g.shed.items = make([]int32, g.shed.start[n])
-	next := append([]int32(nil), g.shed.start[:n]...)
-	for pass := range 2 {
-		wantStateful := pass == 1
-		for t, o := range g.owner {
-			if g.sheddable(int32(t), o) && g.tasks[t].Stateful == wantStateful {
-				g.shed.items[next[o]] = int32(t)
-				next[o]++
-			}
-		}
-	}
-	g.cursor = append([]int32(nil), g.shed.start[:n]...)
-}
-
-func (g *group) sheddable(t, o int32) bool {
-	return o != none && !g.leaving[o] && g.learner[t] == none && !g.fixed[t]
-}
-
-// pickShed returns the task h should give to l, or none if h has nothing it
-// may give (everything it runs is pinned, or the learner budget is spent and
-// only stateful tasks are left).
-func (g *group) pickShed(h, l int32) int32 {
-	learnOK := g.canLearn()
-	if learnOK {
-		for _, t := range g.standby.row(l) {
-			if g.owner[t] == h && g.sheddable(t, h) && g.tasks[t].Stateful {
-				return t
-			}
-		}
-	}
-	end := g.shed.start[h+1]
-	for ; g.cursor[h] < end; g.cursor[h]++ {
-		t := g.shed.items[g.cursor[h]]
-		if !g.sheddable(t, h) || g.owner[t] != h {
-			continue
-		}
-		if g.tasks[t].Stateful && !learnOK {
-			return none
-		}
-		return t
-	}
-	return none
 }

@@ -27,7 +27,7 @@ type group struct {
 	nRacks   int
 	load     []int32 // planned active tasks: owned and not learned away, plus learning
 	held     csr     // tasks reported in Assigned or Revoked, sorted
-	standby  csr     // tasks reported in Standby, sorted
+	warmBy   csr     // per member: tasks it has local state for (standby or lag), smallest lag first
 	unknown  map[int32][]string
 	staying  int // members not leaving
 	capTotal int64
@@ -45,8 +45,10 @@ type group struct {
 	learnersInFlight int // learners kept or placed, for Options.MaxLearners
 
 	// Balancing.
-	shed   csr     // per member: tasks it may give away, stateless first
-	cursor []int32 // per member: next candidate in shed
+	shed     []int32   // movable tasks, by member and segment (shed.go)
+	segs     []segment // member m's are segs[segStart[m]:segStart[m+1]]
+	segStart []int32
+	spread   spread
 
 	// Standbys: task t's are sbItems[sbStart[t]:sbStart[t]+sbHave[t]].
 	sbStart, sbItems, sbHave []int32
@@ -78,6 +80,16 @@ func (k learnerKey) better(o learnerKey) bool {
 		return k.ready
 	}
 	return k.lag < o.lag
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // noLag stands for a lag nobody reported.
@@ -148,15 +160,14 @@ func (a *Assignor) ingest(in []MemberMetadata) (*group, error) {
 	stamp := make([]int32, nt)
 	kind := make([]uint8, nt)
 	racks := map[string]int32{}
-	var heldN, sbN, warmN int
+	var heldN, warmN int
 	for r := range n {
 		m := &in[g.byRank[r]]
 		heldN += len(m.Assigned) + len(m.Revoked)
-		sbN += len(m.Standby)
 		warmN += len(m.Standby) + len(m.Lag)
 	}
 	g.held = csr{start: make([]int32, n+1), items: make([]int32, 0, heldN)}
-	g.standby = csr{start: make([]int32, n+1), items: make([]int32, 0, sbN)}
+	g.warmBy = csr{start: make([]int32, n+1)}
 	type warmEntry struct {
 		task, member int32
 		lag          int64
@@ -252,18 +263,16 @@ func (a *Assignor) ingest(in []MemberMetadata) (*group, error) {
 		slices.Sort(g.held.items[heldFrom:])
 		g.held.start[r+1] = int32(len(g.held.items))
 
-		sbFrom := len(g.standby.items)
+		var standby []int32
 		for _, id := range m.Standby {
 			t, err := mark(id, kindStandby)
 			if err != nil {
 				return nil, err
 			}
 			if t != none {
-				g.standby.items = append(g.standby.items, t)
+				standby = append(standby, t)
 			}
 		}
-		slices.Sort(g.standby.items[sbFrom:])
-		g.standby.start[r+1] = int32(len(g.standby.items))
 
 		var learning []int32
 		for _, id := range m.Learning {
@@ -327,14 +336,28 @@ func (a *Assignor) ingest(in []MemberMetadata) (*group, error) {
 				return noLag
 			}
 		}
-		for _, t := range g.standby.row(rank) {
+		for _, t := range standby {
 			warm = append(warm, warmEntry{task: t, member: rank, lag: lagOf(t), standby: true})
 		}
+		// This member's warm entries, smallest lag first, then topology order.
+		row := warm[g.warmBy.start[r]:]
+		slices.SortFunc(row, func(x, y warmEntry) int {
+			if x.lag != y.lag {
+				return cmpInt64(x.lag, y.lag)
+			}
+			return int(x.task - y.task)
+		})
+		g.warmBy.start[r+1] = int32(len(warm))
 		for _, t := range learning {
 			lag := lagOf(t)
 			ready := kind[t]&kindReady != 0 || (a.opts.AcceptableLag > 0 && lag <= a.opts.AcceptableLag)
 			g.offerLearner(t, rank, learnerKey{staying: !m.Leaving, ready: ready, lag: lag})
 		}
+	}
+
+	g.warmBy.items = make([]int32, len(warm))
+	for i, w := range warm {
+		g.warmBy.items[i] = w.task
 	}
 
 	// Warm candidates by task (a counting sort: entries were appended in

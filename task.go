@@ -29,25 +29,28 @@ type taskIndex struct {
 // IDs take the map instead.
 const maxTablePartition = 1 << 22
 
-func newTaskIndex(tasks []Task) taskIndex {
-	x := taskIndex{byName: make(map[string]int32)}
-	for i, t := range tasks {
-		sub, part, ok := parseSubtopologyID(t.ID)
-		if !ok || sub >= 1<<16 || part >= maxTablePartition {
-			x.byName[t.ID] = int32(i)
-			continue
-		}
-		for len(x.bySub) <= sub {
-			x.bySub = append(x.bySub, nil)
-		}
-		row := x.bySub[sub]
-		for len(row) <= part {
-			row = append(row, -1)
-		}
-		row[part] = int32(i)
-		x.bySub[sub] = row
+func newTaskIndex() taskIndex {
+	// Unsized: numeric IDs never reach the map, so sizing it by the task
+	// count would allocate for nothing in the common Kafka Streams case.
+	return taskIndex{byName: make(map[string]int32)}
+}
+
+// add interns id as index i.
+func (x *taskIndex) add(id string, i int32) {
+	sub, part, ok := parseSubtopologyID(id)
+	if !ok || sub >= 1<<16 || part >= maxTablePartition {
+		x.byName[id] = i
+		return
 	}
-	return x
+	for len(x.bySub) <= sub {
+		x.bySub = append(x.bySub, nil)
+	}
+	row := x.bySub[sub]
+	for len(row) <= part {
+		row = append(row, none)
+	}
+	row[part] = i
+	x.bySub[sub] = row
 }
 
 // lookup returns the index of the task with the given ID, or -1.

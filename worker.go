@@ -42,7 +42,8 @@ func (p RejoinPolicy) String() string {
 // an argument, inputs are never mutated and results are fresh slices. It is
 // not safe for concurrent use. A crashed member loses its Worker; it rejoins
 // as a new Worker with a new ID and may report the state it finds on disk
-// with SetLag.
+// with SetLag. Use NewWorker: the zero Worker has an empty ID, which Assign
+// rejects.
 type Worker struct {
 	id     string
 	policy RejoinPolicy
@@ -67,7 +68,7 @@ type Worker struct {
 // NewWorker returns the state of a member with the given ID that runs
 // nothing yet. Its first ShouldRejoin is true: it must join the group.
 func NewWorker(id string, policy RejoinPolicy) *Worker {
-	return &Worker{id: id, policy: policy, ready: map[string]bool{}, lag: map[string]int64{}}
+	return &Worker{id: id, policy: policy}
 }
 
 // ID returns the member ID the worker joins with.
@@ -195,6 +196,9 @@ func (w *Worker) Apply(a Assignment) (Changes, error) {
 }
 
 // missing returns the tasks of a that are not in b, in a's order.
+//
+// It is quadratic: one member's lists hold tens, at most a few thousand,
+// tasks, and a linear scan of a short slice beats building a map per call.
 func missing(a, b []string) []string {
 	var out []string
 	for _, t := range a {
@@ -215,6 +219,9 @@ func (w *Worker) Restored(task string) bool {
 		return false
 	}
 	if !w.ready[task] {
+		if w.ready == nil {
+			w.ready = map[string]bool{}
+		}
 		w.ready[task] = true
 		w.readyNews = true
 	}
@@ -233,6 +240,9 @@ func (w *Worker) SetLag(task string, lag int64) {
 	if lag < 0 {
 		delete(w.lag, task)
 		return
+	}
+	if w.lag == nil {
+		w.lag = map[string]int64{}
 	}
 	w.lag[task] = lag
 }

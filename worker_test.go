@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"fmt"
+	"slices"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -205,4 +206,129 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestWorkersDriveAssign runs the document's Scale Down walkthrough with a
+// real Assignor and one Worker per member, as a group would: S2 leaves, S3
+// and then S1 finish learning and rejoin, and S2 shuts down once it has
+// handed everything over. Every round keeps each task active on exactly one
+// member.
+func TestWorkersDriveAssign(t *testing.T) {
+	tasks := []Task{{"T1", true}, {"T2", true}, {"T3", true}, {"T4", true}, {"T5", true}}
+	a, err := New(tasks, Options{})
+	must(t, err)
+	ws := []*Worker{NewWorker("S1", RejoinStable), NewWorker("S2", RejoinStable), NewWorker("S3", RejoinStable)}
+	round := func(what string) map[string]Changes {
+		t.Helper()
+		var ms []MemberMetadata
+		for _, w := range ws {
+			ms = append(ms, w.Join())
+		}
+		as, err := a.Assign(ms)
+		must(t, err)
+		owners := map[string]int{}
+		cs := map[string]Changes{}
+		for i, w := range ws {
+			for _, id := range as[i].Assigned {
+				owners[id]++
+			}
+			cs[w.ID()], err = w.Apply(as[i])
+			must(t, err)
+		}
+		for _, task := range tasks {
+			if owners[task.ID] != 1 {
+				t.Fatalf("%s: task %s active on %d members, want 1:\n%s", what, task.ID, owners[task.ID], FormatAssignments(as))
+			}
+		}
+		return cs
+	}
+	// The stable state S1[T1, T2], S2[T3, T4], S3[T5].
+	for i, w := range ws {
+		w.Join()
+		_, err := w.Apply(Assignment{MemberID: w.ID(), Assigned: [][]string{{"T1", "T2"}, {"T3", "T4"}, {"T5"}}[i]})
+		must(t, err)
+	}
+	ws[1].Leave(time.Time{})
+	yes(t, ws[1].ShouldRejoin(t0), "S2 ShouldRejoin after Leave")
+	cs := round("first rebalance")
+	// S2's tasks get one learner each on S1 and S3 (which learns which is
+	// the assignor's choice).
+	learner := map[string]*Worker{}
+	for _, w := range []*Worker{ws[0], ws[2]} {
+		if l := cs[w.ID()].StartLearning; len(l) == 1 {
+			learner[l[0]] = w
+		}
+	}
+	if learner["T3"] == nil || learner["T4"] == nil {
+		t.Fatalf("first rebalance: changes %+v, want one learner of T3 and one of T4 on S1 and S3", cs)
+	}
+
+	first, second := learner["T4"], learner["T3"]
+	yes(t, first.Restored("T4"), "Restored(T4) of its learner")
+	yes(t, first.ShouldRejoin(t0), "ShouldRejoin with T4 ready")
+	no(t, second.ShouldRejoin(t0), "ShouldRejoin with T3 not ready")
+	cs = round("second rebalance")
+	same(t, Changes{StartActive: []string{"T4"}, StopLearning: []string{"T4"}}, cs[first.ID()], "changes of T4's learner: T4 promoted")
+	no(t, cs["S2"].Shutdown, "S2 shuts down while it owns T3")
+
+	second.Restored("T3")
+	yes(t, second.ShouldRejoin(t0), "ShouldRejoin with T3 ready")
+	cs = round("third rebalance")
+	same(t, Changes{StartActive: []string{"T3"}, StopLearning: []string{"T3"}}, cs[second.ID()], "changes of T3's learner: T3 promoted")
+	yes(t, cs["S2"].Shutdown, "S2's Changes.Shutdown after its hand-over")
+	yes(t, ws[1].ShouldShutdown(t0), "S2 ShouldShutdown after its hand-over")
+	for _, w := range []*Worker{ws[0], ws[2]} {
+		m := w.Join()
+		if len(m.Learning) > 0 || len(m.Revoked) > 0 {
+			t.Errorf("%s at the end: %s, want only active tasks", w.ID(), FormatMember(m))
+		}
+	}
+}
+
+// The member side of the document's Scale Up walkthrough, for S4: it joins
+// empty, learns T1, rejoins once T1 is ready and takes it over.
+func ExampleWorker() {
+	w := NewWorker("S4", RejoinStable)
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+	fmt.Println(w.ShouldRejoin(now), FormatMember(w.Join()))
+	c, _ := w.Apply(Assignment{MemberID: "S4", Learning: []string{"T1"}})
+	fmt.Printf("start learning %v\n", c.StartLearning)
+
+	w.Restored("T1") // the application finished replaying T1's changelog
+	fmt.Println(w.ShouldRejoin(now), FormatMember(w.Join()))
+	c, _ = w.Apply(Assignment{MemberID: "S4", Assigned: []string{"T1"}})
+	fmt.Printf("stop learning %v, start active %v\n", c.StopLearning, c.StartActive)
+	// Output:
+	// true S4(assigned: [], revoked: [], learning: [])
+	// start learning [T1]
+	// true S4(assigned: [], revoked: [], learning: [T1], ready: [T1])
+	// stop learning [T1], start active [T1]
+}
+
+// TestWorkerCrashRejoinWithAssign: S1 crashes while owning T1 and T2 and
+// restarts as S1-b, finding T1's state on disk. The leader sees T1 and T2
+// ownerless; T1 goes back to the warm S1-b, and no task is lost.
+func TestWorkerCrashRejoinWithAssign(t *testing.T) {
+	a, err := New([]Task{{"T1", true}, {"T2", true}, {"T3", true}, {"T4", true}}, Options{})
+	must(t, err)
+	s2 := joined(t, RejoinStable, Assignment{MemberID: "S2", Assigned: []string{"T3", "T4"}})
+	s1b := NewWorker("S1-b", RejoinStable)
+	s1b.SetLag("T1", 40)
+	yes(t, s1b.ShouldRejoin(t0), "restarted worker ShouldRejoin")
+	as, err := a.Assign([]MemberMetadata{s2.Join(), s1b.Join()})
+	must(t, err)
+	owners := map[string]string{}
+	for _, x := range as {
+		for _, id := range x.Assigned {
+			owners[id] = x.MemberID
+		}
+	}
+	same(t, 4, len(owners), "tasks with an owner after the crash:\n", FormatAssignments(as))
+	same(t, "S1-b", owners["T1"], "owner of T1, whose state S1-b found on disk:\n", FormatAssignments(as))
+	i := slices.IndexFunc(as, func(x Assignment) bool { return x.MemberID == "S1-b" })
+	c, err := s1b.Apply(as[i])
+	must(t, err)
+	yes(t, slices.Contains(c.StartActive, "T1"), fmt.Sprintf("S1-b's changes %+v start T1", c))
+	same(t, MemberMetadata{ID: "S1-b", Assigned: as[i].Assigned}, s1b.Join(), "S1-b reports no lag for a task it runs")
 }

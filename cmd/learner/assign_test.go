@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// A round pasted from the design document (Scale Up Running Application,
+// fourth rebalance), with the ready flag its text describes.
+const pastedRound = `tasks: T1 T2 T3 T4 T5
+	S1(assigned: [T2], revoked: [], learning: [])
+	S2(assigned: [T4], revoked: [T3], learning: []) // T3 revoked because it's "being learned"
+	S3(assigned: [T5], revoked: [], learning: [])
+	S4(assigned: [T1], revoked: [], learning: [])
+	S5(assigned: [], revoked: [], learning: [T3], ready: [T3])
+`
+
+const pastedOutput = `S1(assigned: [T2], revoked: [], learning: [])
+S2(assigned: [T4], revoked: [T3], learning: [])
+S3(assigned: [T5], revoked: [], learning: [])
+S4(assigned: [T1], revoked: [], learning: [])
+S5(assigned: [T3], revoked: [], learning: [])
+`
+
+func TestAssignFromStdin(t *testing.T) {
+	code, out, errOut := runCLI(t, pastedRound, "assign")
+	if code != 0 || out != pastedOutput || errOut != "" {
+		t.Errorf("learner assign = %d, %q, %q; want 0, %q, \"\"", code, out, errOut, pastedOutput)
+	}
+}
+
+func TestAssignFromFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "round.txt")
+	if err := os.WriteFile(file, []byte(pastedRound), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "", "assign", file)
+	if code != 0 || out != pastedOutput || errOut != "" {
+		t.Errorf("learner assign %s = %d, %q, %q; want 0, %q, \"\"", file, code, out, errOut, pastedOutput)
+	}
+}
+
+func TestAssignErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, stdin string
+		args        []string
+		code        int
+		stderr      string
+	}{
+		{"malformed notation", "tasks: T1\nS1(assigned: [T1]\n", []string{"assign"}, 2, "line 2: member S1: want ',' or ')'"},
+		{"missing tasks", "S1()\n", []string{"assign"}, 2, "line 1: missing the tasks: line"},
+		{"invalid group", "tasks: T1\nS1()\nS1()\n", []string{"assign"}, 1, `invalid group: learner: member "S1" (position 1): duplicate member ID`},
+		{"ready not learning", "tasks: T1\nS1(ready: [T1])\n", []string{"assign"}, 1, `ready task "T1" is not in learning`},
+		{"missing file", "", []string{"assign", "/nonexistent/round.txt"}, 2, "no such file"},
+		{"two files", "", []string{"assign", "a", "b"}, 2, "usage: learner assign [FILE]"},
+		{"no command", "", nil, 2, "usage:"},
+		{"unknown command", "", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, tc.stdin, tc.args...)
+			if code != tc.code || out != "" || !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("learner %v = %d, stdout %q, stderr %q; want %d, no stdout, stderr containing %q",
+					tc.args, code, out, errOut, tc.code, tc.stderr)
+			}
+		})
+	}
+}
