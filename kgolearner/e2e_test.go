@@ -152,9 +152,11 @@ func (g *group) add(name string, autoReady bool) *member {
 		g.t.Fatal(err)
 	}
 	m.b = b
+	g.mu.Lock() // other members' hooks read it
 	for _, task := range b.Tasks() {
 		g.stateful[task.ID] = task.Stateful
 	}
+	g.mu.Unlock()
 	opts := append(b.Opts(),
 		kgo.SeedBrokers(g.cluster.ListenAddrs()...),
 		kgo.ClientID(name),
@@ -342,27 +344,21 @@ func (m *member) crash() {
 	m.close()
 }
 
-// close closes a member's client, which leaves the group. The process is
-// gone: it runs and owns nothing any more.
+// close closes a member's client, which leaves the group. Like an
+// application that shuts down, it stops its tasks first; kgo revokes its
+// partitions (the tracker sees that) before the leave goes out.
 func (m *member) close() {
 	g := m.g
 	g.mu.Lock()
 	m.dead = true
-	g.mu.Unlock()
-	m.cl.Close()
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	for task := range m.active {
 		if g.active[task] == m.name {
 			delete(g.active, task)
 		}
 	}
 	clear(m.active)
-	for key, who := range g.owner {
-		if who == m.name {
-			delete(g.owner, key)
-		}
-	}
+	g.mu.Unlock()
+	m.cl.Close()
 }
 
 // waitFor waits until cond (called with g.mu held) holds, failing on an
