@@ -5,9 +5,11 @@
 // "learner" protocol. At every join it reports the member's status (its
 // learner.Worker's MemberMetadata, in the learner wire format) as the user
 // data of a kmsg.ConsumerMemberMetadata, with the partitions it owns and its
-// generation. The leader decodes every member, calls learner.Assignor.Assign
-// and sends each member its active tasks as partitions and its learning,
-// learned and standby tags in the assignment's user data.
+// generation; its active tasks travel only as those owned partitions, Kafka's
+// own record of who consumes what. The leader decodes every member, calls
+// learner.Assignor.Assign and sends each member its active tasks as
+// partitions and its learning, learned and standby tags in the assignment's
+// user data.
 //
 // # Tasks and partitions
 //
@@ -26,7 +28,9 @@
 // withholds the task for one generation (a promoted learner keeps learning
 // it), the old owner revokes it, rejoins at once, and the next rebalance
 // hands the task over. A promotion thus takes two quick rebalances where the
-// design document has one.
+// design document has one; a stateless task that moves waits one rebalance
+// too. A member that still owns a task, by the newest generation's claim,
+// keeps it whatever stale claims (KIP-792) others make.
 //
 // # The application's part
 //
@@ -85,8 +89,11 @@ type Hooks struct {
 
 // Round is one rebalance as the group's leader computed it.
 type Round struct {
-	// Members is what every member reported, with the coordinator's member
-	// IDs (escaped into learner IDs, see LearnerID).
+	// Members is what every member reported, as Assign saw it: IDs are the
+	// coordinator's member IDs escaped by LearnerID, Assigned holds the
+	// tasks of the partitions the member owns (less those it gave up at
+	// this join and stale claims), and a task listed in two roles keeps
+	// only the first of assigned, revoked, learning, standby.
 	Members []learner.MemberMetadata
 	// Assignments is what every member was sent: Assign's result with the
 	// withheld tasks moved from Assigned to Learning (stateful tasks) or
