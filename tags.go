@@ -149,7 +149,6 @@ func (a *Assignor) ingest(in []MemberMetadata) (*group, error) {
 	g.owner = make([]int32, nt)
 	g.ownerClass = make([]uint8, nt)
 	g.learner = make([]int32, nt)
-	g.learnerKey = make([]learnerKey, nt)
 	g.fixed = make([]bool, nt)
 	for t := range g.owner {
 		g.owner[t], g.learner[t] = none, none
@@ -175,6 +174,7 @@ func (a *Assignor) ingest(in []MemberMetadata) (*group, error) {
 	}
 	warm := make([]warmEntry, 0, warmN)
 
+	var standby, learning []int32 // one member's, reused: no allocation per member
 	for r := range n {
 		pos := int(g.byRank[r])
 		m := &in[pos]
@@ -263,7 +263,7 @@ func (a *Assignor) ingest(in []MemberMetadata) (*group, error) {
 		slices.Sort(g.held.items[heldFrom:])
 		g.held.start[r+1] = int32(len(g.held.items))
 
-		var standby []int32
+		standby = standby[:0]
 		for _, id := range m.Standby {
 			t, err := mark(id, kindStandby)
 			if err != nil {
@@ -274,7 +274,7 @@ func (a *Assignor) ingest(in []MemberMetadata) (*group, error) {
 			}
 		}
 
-		var learning []int32
+		learning = learning[:0]
 		for _, id := range m.Learning {
 			t, err := mark(id, kindLearning)
 			if err != nil {
@@ -397,6 +397,9 @@ func (g *group) claim(t, rank int32, ifStaying, ifLeaving uint8) {
 // offerLearner records member rank as a learner of task t if it beats the
 // learner seen so far.
 func (g *group) offerLearner(t, rank int32, k learnerKey) {
+	if g.learnerKey == nil {
+		g.learnerKey = make([]learnerKey, len(g.tasks)) // only once someone learns
+	}
 	if g.learner[t] == none || k.better(g.learnerKey[t]) {
 		g.learner[t], g.learnerKey[t] = rank, k
 	}
