@@ -48,14 +48,10 @@ func forEachBenchInput(b *testing.B, body func(b *testing.B, a *Assignor, member
 
 func BenchmarkAssign(b *testing.B) {
 	forEachBenchInput(b, func(b *testing.B, a *Assignor, members []MemberMetadata) {
-		b.ReportAllocs()
-		cpu := cputime.Start()
-		for b.Loop() {
-			if _, err := a.Assign(members); err != nil {
-				b.Fatal(err)
-			}
-		}
-		cpu.Report(b)
+		cputime.Loop(b, func() error {
+			_, err := a.Assign(members)
+			return err
+		})
 	})
 }
 
@@ -70,13 +66,11 @@ func BenchmarkFloor(b *testing.B) {
 			m := &members[i]
 			want += len(m.Assigned) + len(m.Revoked) + len(m.Learning) + len(m.Ready) + len(m.Standby)
 		}
-		b.ReportAllocs()
 		var got int
-		cpu := cputime.Start()
-		for b.Loop() {
+		cputime.Loop(b, func() error {
 			got = floorPass(a, members)
-		}
-		cpu.Report(b)
+			return nil
+		})
 		if got != want {
 			b.Fatalf("floorPass indexed %d tasks, want %d (every listed ID is a topology task)", got, want)
 		}

@@ -173,27 +173,19 @@ func BenchmarkBalance(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportAllocs()
-			cpu := cputime.Start()
-			for b.Loop() {
-				if _, err := a.Assign(members); err != nil {
-					b.Fatal(err)
-				}
-			}
-			cpu.Report(b)
+			cputime.Loop(b, func() error {
+				_, err := a.Assign(members)
+				return err
+			})
 		})
 		for _, bal := range balancers {
 			b.Run(name+bal.name, func(b *testing.B) {
 				g := newGroup(m, tasks, ev)
 				members := g.kafkaMembers(bal.new())
-				b.ReportAllocs()
-				cpu := cputime.Start()
-				for b.Loop() {
-					if _, err := kafkaBalance(bal.new(), members, g.counts); err != nil {
-						b.Fatal(err)
-					}
-				}
-				cpu.Report(b)
+				cputime.Loop(b, func() error {
+					_, err := kafkaBalance(bal.new(), members, g.counts)
+					return err
+				})
 			})
 		}
 	}

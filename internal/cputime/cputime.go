@@ -6,24 +6,21 @@
 // cause.
 package cputime
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
-// Meter measures the CPU time of one benchmark's timed loop.
-type Meter struct{ start time.Duration }
-
-// Start starts a Meter; call it just before the b.Loop loop.
-func Start() Meter { return Meter{start: now()} }
-
-// Report reports the CPU time since Start per iteration as the metric
-// "cpu-ns/op". Call it after the loop. Where the platform does not report
-// CPU time it reports nothing.
-func (m Meter) Report(b *testing.B) {
-	used := now() - m.start
-	if used <= 0 || b.N == 0 {
-		return
+// Loop runs op as the benchmark's timed loop (b.Loop) and fails b if op
+// returns an error. It reports allocations and, besides ns/op, the CPU time
+// per op as "cpu-ns/op" (nothing where the platform does not report CPU
+// time).
+func Loop(b *testing.B, op func() error) {
+	b.ReportAllocs()
+	start := now()
+	for b.Loop() {
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
 	}
-	b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	if used := now() - start; used > 0 && b.N > 0 {
+		b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
 }
