@@ -94,16 +94,28 @@ func (m *simMember) apply(a Assignment, r *rand.Rand, k int) {
 
 // simGroup is the simulated group and its history so far.
 type simGroup struct {
-	t       *testing.T
 	r       *rand.Rand
-	a       *Assignor
-	k       int // every learner is ready within k rebalances
+	tasks   []Task
+	opts    Options
+	assign  assignFunc // the Assignor's Assign, or a broken one (mutation_test.go)
+	k       int        // every learner is ready within k rebalances
 	members []*simMember
 	nextID  int
 	round   int
 	log     []string // the last rounds, printed on failure
 	caps    bool     // members draw capacities
 	racks   int
+	quick   bool // on failure, do not shrink the round's input
+}
+
+// historyFailure is how a history stops at its first broken rule.
+type historyFailure struct {
+	rules []string // the rules broken, for mutation_test.go
+	msg   string
+}
+
+func (s *simGroup) fail(rules []string, format string, args ...any) {
+	panic(historyFailure{rules, fmt.Sprintf(format, args...) + "\nhistory (last rounds):\n" + strings.Join(s.log, "\n")})
 }
 
 func (s *simGroup) join() {
@@ -153,13 +165,27 @@ func (s *simGroup) rebalance() ([]MemberMetadata, []Assignment) {
 		for t := range m.learning {
 			m.learning[t]--
 		}
-		in[i] = m.report(s.a.Options())
+		in[i] = m.report(s.opts)
 	}
 	s.r.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] }) // whoever leads
-	out, vs := checkAssign(s.a, in, s.r)
-	s.logf("round %d input:\n%sround %d output:\n%s", s.round, Rebalance{Tasks: s.a.Tasks(), Options: s.a.Options(), Members: in}, s.round, FormatAssignments(out))
+	out, vs := checkAssignFunc(s.tasks, s.opts, s.assign, in, s.r)
+	s.logf("round %d input:\n%sround %d output:\n%s", s.round, Rebalance{Tasks: s.tasks, Options: s.opts, Members: in}, s.round, FormatAssignments(out))
 	if len(vs) > 0 {
-		s.t.Fatalf("round %d: %d violations:\n%s\nhistory (last rounds):\n%s", s.round, len(vs), joinViolations(vs), strings.Join(s.log, "\n"))
+		var rules []string
+		for _, v := range vs {
+			rules = append(rules, v.rule)
+		}
+		if s.quick {
+			s.fail(rules, "round %d: %d violations:\n%s", s.round, len(vs), joinViolations(vs))
+		}
+		g := genGroup{tasks: s.tasks, opts: s.opts, members: in}
+		check := func(h genGroup) []violation {
+			_, vs := checkAssignFunc(h.tasks, h.opts, s.assign, h.members, rand.New(rand.NewPCG(1, 2)))
+			return vs
+		}
+		small := shrinkGroup(g, func(h genGroup) bool { return hasRule(check(h), vs[0].rule) })
+		s.fail(rules, "round %d: %d violations:\n%sthe round's input shrunk to:\n%sits violations:\n%s",
+			s.round, len(vs), joinViolations(vs), small, joinViolations(check(small)))
 	}
 	byID := map[string]Assignment{}
 	for _, a := range out {
@@ -209,46 +235,42 @@ func convergenceBound(k int, clean bool) int {
 }
 
 // settle runs rebalances without membership changes until the fixed point
-// and returns how many it took. It fails the test past bound.
+// and returns how many it took. It fails past bound.
 func (s *simGroup) settle(bound int) int {
 	for n := 1; ; n++ {
 		in, out := s.rebalance()
 		if sameAsInput(in, out) {
-			s.checkBalanced(in, out)
+			s.checkFixedPoint(in, out)
 			return n
 		}
 		if n >= bound {
-			s.t.Fatalf("round %d: no fixed point after %d quiet rebalances (bound %d, k %d)\nhistory (last rounds):\n%s",
-				s.round, n, bound, s.k, strings.Join(s.log, "\n"))
+			s.fail([]string{"convergence"}, "round %d: no fixed point after %d quiet rebalances (bound %d, k %d)", s.round, n, bound, s.k)
 		}
 	}
 }
 
-// checkBalanced checks the fixed point: loads balanced by capacity and no
+// checkFixedPoint checks the fixed point: loads balanced by capacity and no
 // leaving member holding anything while a member stays.
-func (s *simGroup) checkBalanced(in []MemberMetadata, out []Assignment) {
+func (s *simGroup) checkFixedPoint(in []MemberMetadata, out []Assignment) {
 	if d := imbalance(in, out); d != "" {
-		s.t.Fatalf("round %d: fixed point not balanced: %s\nhistory:\n%s", s.round, d, strings.Join(s.log, "\n"))
+		s.fail([]string{"fixed-point-balance"}, "round %d: fixed point not balanced: %s", s.round, d)
 	}
-	staying := slices.ContainsFunc(in, func(m MemberMetadata) bool { return !m.Leaving })
-	for i, a := range out {
-		if staying && len(a.Assigned) > 0 && memberByID(in, a.MemberID).Leaving {
-			s.t.Fatalf("round %d: fixed point leaves %v on leaving member %s", s.round, out[i].Assigned, a.MemberID)
-		}
-	}
-}
-
-func memberByID(in []MemberMetadata, id string) MemberMetadata {
+	leaving := map[string]bool{}
+	staying := false
 	for _, m := range in {
-		if m.ID == id {
-			return m
+		leaving[m.ID] = m.Leaving
+		staying = staying || !m.Leaving
+	}
+	for _, a := range out {
+		if staying && len(a.Assigned) > 0 && leaving[a.MemberID] {
+			s.fail([]string{"fixed-point-leaving"}, "round %d: fixed point leaves %v on leaving member %s", s.round, a.Assigned, a.MemberID)
 		}
 	}
-	return MemberMetadata{}
 }
 
-// historySpec draws one history's topology and options.
-func newSimGroup(t *testing.T, r *rand.Rand, features bool) *simGroup {
+// newSimGroup draws one history's topology and options; features adds
+// capacities, racks and lag-based readiness (issue 4).
+func newSimGroup(r *rand.Rand, features bool) (*simGroup, error) {
 	nt := r.IntN(60)
 	pStateless := chance(r, 0, 0.2, 1)
 	var tasks []Task
@@ -256,7 +278,7 @@ func newSimGroup(t *testing.T, r *rand.Rand, features bool) *simGroup {
 		tasks = append(tasks, Task{ID: "T" + strconv.Itoa(i+1), Stateful: r.Float64() >= pStateless})
 	}
 	opts := Options{Standbys: r.IntN(3)}
-	s := &simGroup{t: t, r: r, k: 1 + r.IntN(4)}
+	s := &simGroup{r: r, k: 1 + r.IntN(4)}
 	if features {
 		s.caps = r.IntN(2) == 0
 		if r.IntN(2) == 0 {
@@ -268,58 +290,82 @@ func newSimGroup(t *testing.T, r *rand.Rand, features bool) *simGroup {
 	}
 	a, err := New(tasks, opts)
 	if err != nil {
-		t.Fatalf("New(%d tasks, %+v): %v", nt, opts, err)
+		return nil, err
 	}
-	s.a = a
-	return s
+	s.tasks, s.opts, s.assign = tasks, opts, a.Assign
+	return s, nil
 }
 
-// TestHistoryChaosAndConvergence runs histories of bursts of membership
-// changes, each followed by a quiet spell that must reach the fixed point
-// within convergenceBound. Invariants are checked at every rebalance.
+// quietStats records, per k and kind of quiet spell, the most rebalances a
+// spell needed to reach its fixed point.
+type quietStats map[[2]int]int // {k, clean 0/1} -> rebalances
+
+// run drives s for at least rounds rebalances: bursts of membership changes,
+// each followed by a quiet spell that must reach the fixed point within
+// convergenceBound. It returns the first failure, or nil.
+func (s *simGroup) run(rounds int, stats quietStats) (failure *historyFailure) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(historyFailure)
+			if !ok {
+				panic(r)
+			}
+			failure = &f
+		}
+	}()
+	r := s.r
+	for s.round < rounds {
+		// A burst: membership changes at some rebalances.
+		for range 1 + r.IntN(30) {
+			for range r.IntN(3) {
+				s.event()
+			}
+			s.rebalance()
+		}
+		// The quiet spell starts after arbitrary changes, or after members
+		// joined a settled group (a clean start).
+		clean := r.IntN(3) == 0
+		if clean {
+			s.settle(convergenceBound(s.k, false))
+			for range 1 + r.IntN(3) {
+				s.join()
+			}
+		} else if !slices.ContainsFunc(s.members, func(m *simMember) bool { return !m.leaving }) {
+			s.join()
+		}
+		took := s.settle(convergenceBound(s.k, clean))
+		key := [2]int{s.k, 0}
+		if clean {
+			key[1] = 1
+		}
+		stats[key] = max(stats[key], took)
+	}
+	return nil
+}
+
+// TestHistoryChaosAndConvergence runs 300-rebalance histories (half of them
+// with capacities, racks and lag-based readiness); invariants are checked at
+// every rebalance and every quiet spell must converge within its bound.
 func TestHistoryChaosAndConvergence(t *testing.T) {
 	seed := baseSeed(t)
 	n := runs(200, 5000)
 	t.Logf("seed %d, %d histories", seed, n)
-	type key struct {
-		k     int
-		clean bool
-	}
-	worst := map[key]int{} // most quiet rebalances seen
-	rounds, spells := 0, 0
+	stats := quietStats{}
+	rounds := 0
 	for i := range n {
-		r := rand.New(rand.NewPCG(seed+uint64(i), 3))
-		s := newSimGroup(t, r, i%2 == 1)
+		s, err := newSimGroup(rand.New(rand.NewPCG(seed+uint64(i), 3)), i%2 == 1)
+		if err != nil {
+			t.Fatal(err)
+		}
 		s.log = append(s.log, fmt.Sprintf("history %d (LEARNER_SEED=%d), k=%d", i, seed, s.k))
-		for s.round < 300 {
-			// A burst: membership changes at some rebalances.
-			for range 1 + r.IntN(30) {
-				for range r.IntN(3) {
-					s.event()
-				}
-				s.rebalance()
-			}
-			// The quiet spell starts after arbitrary changes, or after
-			// members joined a settled group (a clean start).
-			clean := r.IntN(3) == 0
-			if clean {
-				s.settle(convergenceBound(s.k, false))
-				for range 1 + r.IntN(3) {
-					s.join()
-				}
-			} else if !slices.ContainsFunc(s.members, func(m *simMember) bool { return !m.leaving }) {
-				s.join()
-			}
-			took := s.settle(convergenceBound(s.k, clean))
-			kk := key{s.k, clean}
-			worst[kk] = max(worst[kk], took)
-			spells++
+		if f := s.run(300, stats); f != nil {
+			t.Fatalf("history %d (LEARNER_SEED=%d, k=%d): %s", i, seed, s.k, f.msg)
 		}
 		rounds += s.round
 	}
-	t.Logf("%d rebalances, %d quiet spells; most rebalances to the fixed point (k: clean start, after chaos):", rounds, spells)
+	t.Logf("%d rebalances; most rebalances to the fixed point (clean start; after chaos):", rounds)
 	for k := 1; k <= 4; k++ {
-		t.Logf("  k=%d: %d (bound %d), %d (bound %d)", k, worst[key{k, true}], convergenceBound(k, true),
-			worst[key{k, false}], convergenceBound(k, false))
+		t.Logf("  k=%d: %d (bound %d); %d (bound %d)", k, stats[[2]int{k, 1}], convergenceBound(k, true),
+			stats[[2]int{k, 0}], convergenceBound(k, false))
 	}
 }

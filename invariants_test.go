@@ -3,9 +3,7 @@ package learner
 import (
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
-	"strings"
 )
 
 // This file is the one place that states the assignor's invariants as code.
@@ -56,10 +54,10 @@ import (
 //	              learners only if none of them is new
 //	band          each staying member's planned load within 0.5x-2x of its
 //	              expected load, where the band is meaningful (see bandApplies)
+//	balanced      an output without learners is balanced (imbalance), where
+//	              Assign was free to move every task (freeToBalance)
 //
-// checkAssign adds: deterministic, permutation (members and lists shuffled),
-// mutated (input deep-equal before and after), and error (valid input is
-// never refused).
+// checkAssign adds the rules that need more calls (see there).
 
 // violation is one broken rule.
 type violation struct {
@@ -220,7 +218,32 @@ func checkOutput(tasks []Task, opts Options, in []MemberMetadata, out []Assignme
 	c.tasksRules(out, o)
 	c.memberRules(out, o)
 	c.band(out, o)
+	if !hasLearners(out) && freeToBalance(v) {
+		if d := imbalance(in, out); d != "" {
+			c.add("balanced", "", "", "learner-free output not balanced: %s", d)
+		}
+	}
 	return c.vs
+}
+
+// freeToBalance reports whether Assign may move any task of the input, so
+// that an output without learners must be balanced (imbalance() == ""): no
+// learners (promoted and kept tasks are not moved again in the same call),
+// no leaving member holding tasks (hand-over goes to a warm member first),
+// no orphan with local state somewhere (it goes to that member at once,
+// whatever its load).
+func freeToBalance(v *inputView) bool {
+	for _, m := range v.members {
+		if len(m.Learning) > 0 || m.Leaving && len(m.Assigned)+len(m.Revoked) > 0 {
+			return false
+		}
+	}
+	for t, o := range v.owner {
+		if o < 0 && len(v.warm[t]) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 type checker struct {
@@ -658,33 +681,88 @@ func capacityOf(m MemberMetadata) int64 {
 	return int64(m.Capacity)
 }
 
-// checkAssign runs Assign on in and checks everything: the output rules,
-// that in is not mutated, that a second call and a call on a shuffled copy
-// (member order and every list) give identical output. Valid input must not
-// be refused. rng drives the shuffle.
+// assignFunc is Assign as a function value, so that tests can check a
+// deliberately broken assignor with the same code (mutation_test.go).
+type assignFunc func([]MemberMetadata) ([]Assignment, error)
+
+// checkAssign runs Assign on in and checks everything: the output rules
+// (checkOutput), and
+//
+//	error          valid input is never refused
+//	mutated        in is deep-equal before and after
+//	deterministic  a second call gives identical output
+//	permutation    so does a call on a shuffled copy (member order and
+//	               every list: a leader change)
+//	fixed-point    a learner-free, balanced output reported back by its
+//	               members (Assigned, Standby) is returned unchanged:
+//	               nothing revoked, no learners (rule 7's balanced stage)
+//
+// rng drives the shuffle.
 func checkAssign(a *Assignor, in []MemberMetadata, rng *rand.Rand) ([]Assignment, []violation) {
+	return checkAssignFunc(a.Tasks(), a.Options(), a.Assign, in, rng)
+}
+
+func checkAssignFunc(tasks []Task, opts Options, assign assignFunc, in []MemberMetadata, rng *rand.Rand) ([]Assignment, []violation) {
 	before := deepCopyMembers(in)
-	out, err := a.Assign(in)
+	out, err := assign(in)
 	if err != nil {
 		return nil, []violation{{"error", "", "", err.Error()}}
 	}
-	vs := checkOutput(a.Tasks(), a.Options(), in, out)
+	vs := checkOutput(tasks, opts, in, out)
 	for i := range in {
-		if !reflect.DeepEqual(before[i], in[i]) {
+		if !sameMember(before[i], in[i]) {
 			vs = append(vs, violation{"mutated", in[i].ID, "", fmt.Sprintf("Assign changed its input: %+v, was %+v", in[i], before[i])})
 		}
 	}
-	again, err := a.Assign(before)
+	again, err := assign(deepCopyMembers(before))
 	if err != nil || !sameAssignments(out, again) {
 		vs = append(vs, violation{"deterministic", "", "", fmt.Sprintf("second call differs (err %v)", err)})
 	}
-	shuffled := shuffleMembers(before, rng)
-	perm, err := a.Assign(shuffled)
+	perm, err := assign(shuffleMembers(before, rng))
 	if err != nil || !sameAssignments(out, perm) {
-		vs = append(vs, violation{"permutation", "", "", fmt.Sprintf("shuffled input gives different output (err %v):\n%s\nwant:\n%s",
-			err, formatOutput(perm), formatOutput(out))})
+		vs = append(vs, violation{"permutation", "", "", fmt.Sprintf("shuffled input gives different output (err %v):\n%swant:\n%s",
+			err, FormatAssignments(perm), FormatAssignments(out))})
+	}
+	if !hasLearners(out) && imbalance(before, out) == "" {
+		next, err := assign(reportBack(before, out))
+		for i := range next {
+			if b := next[i]; i >= len(out) || !sameAssignments([]Assignment{b}, []Assignment{{MemberID: b.MemberID, Assigned: out[i].Assigned, Standby: out[i].Standby}}) {
+				vs = append(vs, violation{"fixed-point", b.MemberID, "", fmt.Sprintf("Assign(its own stable output) = %s, want %s",
+					FormatAssignment(b), FormatAssignment(Assignment{MemberID: b.MemberID, Assigned: out[i].Assigned, Standby: out[i].Standby}))})
+			}
+		}
+		if err != nil {
+			vs = append(vs, violation{"fixed-point", "", "", "Assign(its own stable output): " + err.Error()})
+		}
 	}
 	return out, vs
+}
+
+// sameMember compares two reports field by field, nil and empty lists alike.
+func sameMember(a, b MemberMetadata) bool {
+	return a.ID == b.ID && a.Leaving == b.Leaving && a.Capacity == b.Capacity && a.Rack == b.Rack &&
+		slices.Equal(a.Assigned, b.Assigned) && slices.Equal(a.Revoked, b.Revoked) && slices.Equal(a.Learning, b.Learning) &&
+		slices.Equal(a.Ready, b.Ready) && slices.Equal(a.Standby, b.Standby) && slices.Equal(a.Lag, b.Lag)
+}
+
+func hasLearners(out []Assignment) bool {
+	return slices.ContainsFunc(out, func(a Assignment) bool { return len(a.Learning) > 0 })
+}
+
+// reportBack is what members report after applying a learner-free output:
+// they run Assigned, keep Standby, and nothing else.
+func reportBack(in []MemberMetadata, out []Assignment) []MemberMetadata {
+	byID := map[string]MemberMetadata{}
+	for _, m := range in {
+		byID[m.ID] = m
+	}
+	next := make([]MemberMetadata, len(out))
+	for i, a := range out {
+		m := byID[a.MemberID]
+		next[i] = MemberMetadata{ID: a.MemberID, Assigned: slices.Clone(a.Assigned), Standby: slices.Clone(a.Standby),
+			Leaving: m.Leaving, Capacity: m.Capacity, Rack: m.Rack}
+	}
+	return next
 }
 
 // shuffleMembers returns a deep copy of in with the members and every list
@@ -715,14 +793,4 @@ func sameAssignments(a, b []Assignment) bool {
 		}
 	}
 	return true
-}
-
-// formatOutput prints assignments one per line for failure messages.
-func formatOutput(as []Assignment) string {
-	var b strings.Builder
-	for _, a := range as {
-		fmt.Fprintf(&b, "  %s(assigned: %v, revoked: %v, learning: %v, learned: %v, standby: %v)\n",
-			a.MemberID, a.Assigned, a.Revoked, a.Learning, a.Learned, a.Standby)
-	}
-	return b.String()
 }
