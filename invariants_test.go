@@ -50,6 +50,9 @@ import (
 //	standby       each stateful task has min(Standbys, eligible) standbys,
 //	              on staying members other than its owner and learner;
 //	              stateless tasks have none
+//	racks         where every staying member has a rack, a task's copies
+//	              (planned owner and standbys) are not all in one rack while
+//	              a member that could hold a standby is in another
 //	budget        with MaxLearners = N, the group holds more than N
 //	              learners only if none of them is new
 //	band          each staying member's planned load within 0.5x-2x of its
@@ -197,13 +200,18 @@ func (v *inputView) eligible(m int) bool { return !v.members[m].Leaving || v.sta
 
 // outputView indexes an output by task: who runs, learns and stands by.
 type outputView struct {
-	owner     []int   // -1: none
-	learner   []int   // -1: none
-	standbys  [][]int // members
-	assigned  []map[int]bool
-	learning  []map[int]bool
-	standby   []map[int]bool
-	learnedOK []map[int]bool
+	// Per member: planned load (plannedLoad) and, for staying members, the
+	// 0.5x-2x band around its expected load (the staying members' total
+	// planned load shared by capacity), rounded outward to whole tasks:
+	// floor(expected/2) and ceil(2·expected).
+	load, bandLow, bandHigh []int64
+	owner                   []int   // -1: none
+	learner                 []int   // -1: none
+	standbys                [][]int // members
+	assigned                []map[int]bool
+	learning                []map[int]bool
+	standby                 []map[int]bool
+	learnedOK               []map[int]bool
 }
 
 // checkOutput returns every rule out broke for the input in.
@@ -318,6 +326,20 @@ func (c *checker) index(out []Assignment) *outputView {
 		}
 		return s
 	}
+	var total, capTotal int64
+	for m, a := range out {
+		o.load = append(o.load, int64(plannedLoad(a)))
+		if !v.members[m].Leaving {
+			total += int64(plannedLoad(a))
+			capTotal += capacityOf(v.members[m])
+		}
+	}
+	o.bandLow, o.bandHigh = make([]int64, len(out)), make([]int64, len(out))
+	for m, mm := range v.members {
+		if scaled := total * capacityOf(mm); !mm.Leaving {
+			o.bandLow[m], o.bandHigh[m] = scaled/(2*capTotal), (2*scaled+capTotal-1)/capTotal
+		}
+	}
 	for m, a := range out {
 		as, ls, ss := set(a.Assigned), set(a.Learning), set(a.Standby)
 		o.assigned = append(o.assigned, as)
@@ -426,6 +448,7 @@ func (c *checker) tasksRules(out []Assignment, o *outputView) {
 				c.add("standby", c.memberID(m), id, "standby on a leaving member")
 			}
 		}
+		c.racks(t, o)
 	}
 	c.budget(o)
 }
@@ -477,6 +500,41 @@ func (c *checker) orphanRules(t, owner int) {
 		c.add("orphan", c.memberID(owner), v.tasks[t].ID, "orphan given to %s, not to its learner %s", c.memberID(owner), c.memberID(learners[0]))
 	case len(learners) == 0 && len(warm) > 0 && !slices.Contains(warm, owner):
 		c.add("orphan", c.memberID(owner), v.tasks[t].ID, "orphan given to %s, not to a member with its state (%s)", c.memberID(owner), c.memberID(warm[0]))
+	}
+}
+
+// racks checks issue 4's rack rule where every staying member has a rack:
+// a task's copies (its planned owner, the learner if there is one, else the
+// owner, and its standbys) are never all in one rack while a member that
+// could hold a standby sits in another rack: eligible and below 2x its
+// expected load, the design's limit. (Spreading over more than two racks
+// is "where possible" and not checked.)
+func (c *checker) racks(t int, o *outputView) {
+	v := c.in
+	planned := o.owner[t]
+	if o.learner[t] >= 0 {
+		planned = o.learner[t]
+	}
+	if planned < 0 || len(o.standbys[t]) == 0 {
+		return
+	}
+	for _, m := range v.members {
+		if !m.Leaving && m.Rack == "" {
+			return
+		}
+	}
+	rack := v.members[planned].Rack
+	for _, m := range o.standbys[t] {
+		if v.members[m].Rack != rack {
+			return
+		}
+	}
+	for m, mm := range v.members {
+		if !mm.Leaving && m != o.owner[t] && m != o.learner[t] && mm.Rack != rack && o.load[m] < o.bandHigh[m] {
+			c.add("racks", mm.ID, v.tasks[t].ID, "every copy in rack %s while %s in rack %s could hold one (planned load %d, 2x expected %d)",
+				rack, mm.ID, mm.Rack, o.load[m], o.bandHigh[m])
+			return
+		}
 	}
 }
 
@@ -568,31 +626,15 @@ func plannedLoad(a Assignment) int {
 }
 
 // band checks the 0.5x-2x band of the design's standby section where it is
-// meaningful (bandApplies). Expected load is the staying members' total
-// planned load shared by capacity.
+// meaningful (bandApplies).
 func (c *checker) band(out []Assignment, o *outputView) {
 	v := c.in
 	if !bandApplies(v, out) {
 		return
 	}
-	var total, capTotal int64
 	for m, a := range out {
-		if !v.members[m].Leaving {
-			total += int64(plannedLoad(a))
-			capTotal += capacityOf(v.members[m])
-		}
-	}
-	for m, a := range out {
-		if v.members[m].Leaving {
-			continue
-		}
-		// expected = total·cap/capTotal; the band is rounded outward to
-		// whole tasks: floor(expected/2) <= load <= ceil(2·expected).
-		load, scaled := int64(plannedLoad(a)), total*capacityOf(v.members[m])
-		lo, hi := scaled/(2*capTotal), (2*scaled+capTotal-1)/capTotal
-		if load < lo || load > hi {
-			c.add("band", a.MemberID, "", "planned load %d, expected %.1f: outside 0.5x-2x [%d, %d]",
-				load, float64(scaled)/float64(capTotal), lo, hi)
+		if !v.members[m].Leaving && (o.load[m] < o.bandLow[m] || o.load[m] > o.bandHigh[m]) {
+			c.add("band", a.MemberID, "", "planned load %d outside 0.5x-2x of its expected load: [%d, %d]", o.load[m], o.bandLow[m], o.bandHigh[m])
 		}
 	}
 }
@@ -617,7 +659,7 @@ const minBandExpected = 2
 //     placement is forced);
 //   - every staying member's expected load is at least minBandExpected.
 //
-// The band itself is rounded outward to whole tasks (see band).
+// The band itself is rounded outward to whole tasks (see outputView).
 func bandApplies(v *inputView, out []Assignment) bool {
 	if v.opts.MaxLearners > 0 || v.staying < v.opts.Standbys+2 {
 		return false
