@@ -50,6 +50,8 @@ type Assignor struct {
 	tasks []Task
 	index taskIndex
 	opts  Options
+	sub   []int32 // per task: dense subtopology number, when every ID has the form
+	nSubs int     // distinct subtopologies; 0 when some ID lacks the form
 }
 
 // New returns an Assignor for the given tasks (in the order every assignment
@@ -67,7 +69,7 @@ func New(tasks []Task, opts Options) (*Assignor, error) {
 		return nil, fmt.Errorf("learner: %d tasks, more than %d: %w", len(tasks), maxTasks, ErrInvalidTopology)
 	}
 	a := &Assignor{tasks: append([]Task(nil), tasks...), opts: opts}
-	a.index = newTaskIndex(len(tasks))
+	a.index = newTaskIndex()
 	for i, t := range a.tasks {
 		if !validID(t.ID) {
 			return nil, fmt.Errorf("learner: task %d: malformed ID %q (want 1-%d letters, digits, '_', '-', '.'): %w",
@@ -78,6 +80,7 @@ func New(tasks []Task, opts Options) (*Assignor, error) {
 		}
 		a.index.add(t.ID, int32(i))
 	}
+	a.sub, a.nSubs = subtopologies(a.tasks)
 	return a, nil
 }
 

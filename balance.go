@@ -144,6 +144,9 @@ func (g *group) move(t, m int32) {
 	}
 	g.load[from]--
 	g.load[m]++
+	if g.spread.on {
+		g.spread.moved(g.sub[t], from, m)
+	}
 }
 
 // balance moves tasks from heavy to light staying members until no move
@@ -156,6 +159,7 @@ func (g *group) balance() {
 	if g.staying < 2 {
 		return
 	}
+	g.spread = g.newSpread()
 	g.buildSheddable()
 	donors := newMemberHeap(len(g.load), g.heavier)
 	recv := newMemberHeap(len(g.load), g.lighter)
@@ -192,62 +196,4 @@ func (g *group) balance() {
 // worthMoving reports whether moving one task from h to l lowers the imbalance.
 func (g *group) worthMoving(h, l int32) bool {
 	return (2*int64(g.load[h])-1)*g.capacity[l] > (2*int64(g.load[l])+1)*g.capacity[h]
-}
-
-// buildSheddable lists, per staying member, the tasks it could give away:
-// owned, not learned, not placed this round. Stateless tasks come first
-// because they move without a learner; then topology order.
-func (g *group) buildSheddable() {
-	n := len(g.load)
-	g.shed = csr{start: make([]int32, n+1)}
-	for t, o := range g.owner {
-		if g.sheddable(int32(t), o) {
-			g.shed.start[o+1]++
-		}
-	}
-	for m := range n {
-		g.shed.start[m+1] += g.shed.start[m]
-	}
-	g.shed.items = make([]int32, g.shed.start[n])
-	next := append([]int32(nil), g.shed.start[:n]...)
-	for pass := range 2 {
-		wantStateful := pass == 1
-		for t, o := range g.owner {
-			if g.sheddable(int32(t), o) && g.tasks[t].Stateful == wantStateful {
-				g.shed.items[next[o]] = int32(t)
-				next[o]++
-			}
-		}
-	}
-	g.cursor = append([]int32(nil), g.shed.start[:n]...)
-}
-
-func (g *group) sheddable(t, o int32) bool {
-	return o != none && !g.leaving[o] && g.learner[t] == none && !g.fixed[t]
-}
-
-// pickShed returns the task h should give to l, or none if h has nothing it
-// may give (everything it runs is pinned, or the learner budget is spent and
-// only stateful tasks are left).
-func (g *group) pickShed(h, l int32) int32 {
-	learnOK := g.canLearn()
-	if learnOK {
-		for _, t := range g.warmBy.row(l) {
-			if g.owner[t] == h && g.sheddable(t, h) && g.tasks[t].Stateful {
-				return t
-			}
-		}
-	}
-	end := g.shed.start[h+1]
-	for ; g.cursor[h] < end; g.cursor[h]++ {
-		t := g.shed.items[g.cursor[h]]
-		if !g.sheddable(t, h) || g.owner[t] != h {
-			continue
-		}
-		if g.tasks[t].Stateful && !learnOK {
-			return none
-		}
-		return t
-	}
-	return none
 }

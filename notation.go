@@ -387,29 +387,28 @@ func (r Rebalance) String() string {
 // FormatMember writes one member's join report in the notation, with the
 // document's three fields always present and the others only when set.
 func FormatMember(m MemberMetadata) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s(assigned: %s, revoked: %s, learning: %s", m.ID, list(m.Assigned), list(m.Revoked), list(m.Learning))
+	b := lineHead(m.ID, m.Assigned, m.Revoked, m.Learning)
 	if len(m.Ready) > 0 {
-		fmt.Fprintf(&b, ", ready: %s", list(m.Ready))
+		fmt.Fprintf(b, ", ready: %s", list(m.Ready))
 	}
 	if len(m.Standby) > 0 {
-		fmt.Fprintf(&b, ", standby: %s", list(m.Standby))
+		fmt.Fprintf(b, ", standby: %s", list(m.Standby))
 	}
 	if m.Leaving {
 		b.WriteString(", leaving")
 	}
 	if m.Capacity != 0 {
-		fmt.Fprintf(&b, ", capacity: %d", m.Capacity)
+		fmt.Fprintf(b, ", capacity: %d", m.Capacity)
 	}
 	if m.Rack != "" {
-		fmt.Fprintf(&b, ", rack: %s", m.Rack)
+		fmt.Fprintf(b, ", rack: %s", m.Rack)
 	}
 	if len(m.Lag) > 0 {
 		lags := make([]string, len(m.Lag))
 		for i, l := range m.Lag {
 			lags[i] = fmt.Sprintf("%s=%d", l.Task, l.Lag)
 		}
-		fmt.Fprintf(&b, ", lag: [%s]", strings.Join(lags, ", "))
+		fmt.Fprintf(b, ", lag: [%s]", strings.Join(lags, ", "))
 	}
 	b.WriteString(")")
 	return b.String()
@@ -419,13 +418,12 @@ func FormatMember(m MemberMetadata) string {
 // notation: assigned, revoked and learning always, then learned and standby
 // when non-empty.
 func FormatAssignment(a Assignment) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s(assigned: %s, revoked: %s, learning: %s", a.MemberID, list(a.Assigned), list(a.Revoked), list(a.Learning))
+	b := lineHead(a.MemberID, a.Assigned, a.Revoked, a.Learning)
 	if len(a.Learned) > 0 {
-		fmt.Fprintf(&b, ", learned: %s", list(a.Learned))
+		fmt.Fprintf(b, ", learned: %s", list(a.Learned))
 	}
 	if len(a.Standby) > 0 {
-		fmt.Fprintf(&b, ", standby: %s", list(a.Standby))
+		fmt.Fprintf(b, ", standby: %s", list(a.Standby))
 	}
 	b.WriteString(")")
 	return b.String()
@@ -438,6 +436,14 @@ func FormatAssignments(as []Assignment) string {
 		b.WriteString(FormatAssignment(a) + "\n")
 	}
 	return b.String()
+}
+
+// lineHead starts a member line with the document's three fields, which it
+// always prints, even empty.
+func lineHead(id string, assigned, revoked, learning []string) *strings.Builder {
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "%s(assigned: %s, revoked: %s, learning: %s", id, list(assigned), list(revoked), list(learning))
+	return b
 }
 
 func list(ids []string) string { return "[" + strings.Join(ids, ", ") + "]" }

@@ -197,6 +197,17 @@ func (p *standbyPlan) pick(t int32) int32 {
 			return best
 		}
 	}
+	// Last resort. Members that already hold t's state come first, so the
+	// next rebalance, whose keep pass refuses this overshoot, falls back to
+	// the same member: the placement stays a fixed point.
+	for i := p.warm.start[t]; i < p.warm.start[t+1]; i++ {
+		if m := p.warm.items[i]; p.warmIsSb[i] && p.canHold(t, m) && (best == none || p.lighterTotal(m, best)) {
+			best = m
+		}
+	}
+	if best != none {
+		return best
+	}
 	for m := range int32(len(p.load)) {
 		if p.canHold(t, m) && (best == none || p.lighterTotal(m, best)) {
 			best = m
@@ -226,32 +237,84 @@ func (p *standbyPlan) topHolder(h *memberHeap, t int32) int32 {
 	return m
 }
 
-// repair undoes the rare overshoot of pick's last resort: a member above
-// its share hands standbys to members below theirs that may hold them.
+// repair fixes the two ways the greedy passes can miss their bounds, both
+// rare and both by a few standbys, so it scans plainly:
+//   - pick's last resort put a member above its share: it hands standbys to
+//     members below their share that may hold them;
+//   - a member that owns the tasks everyone else keeps standbys of ends
+//     below half its expected total: it takes standbys from the heaviest
+//     members holding ones it may hold.
 func (p *standbyPlan) repair() {
-	var over []int32
-	for m, c := range p.sbCount {
-		if c > p.share[m] {
-			over = append(over, int32(m))
-		}
-	}
-	for _, d := range over {
+	for d := range int32(len(p.sbCount)) {
 		for t := range int32(len(p.tasks)) {
 			if p.sbCount[d] <= p.share[d] {
 				break
 			}
-			slot := slices.Index(p.standbysOf(t), d)
-			if slot < 0 {
-				continue
-			}
-			for u := range int32(len(p.sbCount)) {
-				if p.sbCount[u] < p.share[u] && p.canHold(t, u) {
-					p.sbItems[p.sbStart[t]+int32(slot)] = u
-					p.sbCount[d]--
-					p.sbCount[u]++
-					break
+			if slices.Contains(p.standbysOf(t), d) {
+				for u := range int32(len(p.sbCount)) {
+					if p.sbCount[u] < p.share[u] && p.canHold(t, u) {
+						p.moveStandby(t, d, u)
+						break
+					}
 				}
 			}
 		}
 	}
+	var total int64 // all planned active and standby load of staying members
+	for m := range p.load {
+		if !p.leaving[m] {
+			total += int64(p.load[m] + p.sbCount[m])
+		}
+	}
+	for u := range int32(len(p.load)) {
+		for !p.leaving[u] && 2*int64(p.load[u]+p.sbCount[u])*p.capTotal < total*p.capacity[u] {
+			bt, bd := int32(none), int32(none)
+			for t := range int32(len(p.tasks)) {
+				if !p.canHold(t, u) {
+					continue
+				}
+				for _, d := range p.standbysOf(t) {
+					if (bd == none || p.lighterTotal(bd, d)) && p.keepsRacks(t, d, u) {
+						bt, bd = t, d
+					}
+				}
+			}
+			if bd == none || !p.worthMovingTotal(bd, u) {
+				break
+			}
+			p.moveStandby(bt, bd, u)
+		}
+	}
+}
+
+// worthMovingTotal reports whether moving one standby from d to u narrows
+// the gap between their totals (the balance criterion of balance.go).
+func (p *standbyPlan) worthMovingTotal(d, u int32) bool {
+	return (2*int64(p.load[d]+p.sbCount[d])-1)*p.capacity[u] > (2*int64(p.load[u]+p.sbCount[u])+1)*p.capacity[d]
+}
+
+// keepsRacks reports whether moving t's standby from d to u keeps t's
+// copies in as many racks: rack spread comes before the load band.
+func (p *standbyPlan) keepsRacks(t, d, u int32) bool {
+	if p.nRacks == 0 || p.rackOf[d] == p.rackOf[u] {
+		return true
+	}
+	dShared, uUsed := false, false
+	copies := append([]int32{p.planned(t)}, p.standbysOf(t)...)
+	for _, c := range copies {
+		if c == d || c == none {
+			continue
+		}
+		dShared = dShared || p.rackOf[c] == p.rackOf[d]
+		uUsed = uUsed || p.rackOf[c] == p.rackOf[u]
+	}
+	return dShared || !uUsed
+}
+
+// moveStandby moves t's standby from member d to member u.
+func (p *standbyPlan) moveStandby(t, d, u int32) {
+	slot := slices.Index(p.standbysOf(t), d)
+	p.sbItems[p.sbStart[t]+int32(slot)] = u
+	p.sbCount[d]--
+	p.sbCount[u]++
 }

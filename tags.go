@@ -45,8 +45,10 @@ type group struct {
 	learnersInFlight int // learners kept or placed, for Options.MaxLearners
 
 	// Balancing.
-	shed   csr     // per member: tasks it may give away, stateless first
-	cursor []int32 // per member: next candidate in shed
+	shed     []int32   // movable tasks, by member and segment (shed.go)
+	segs     []segment // member m's are segs[segStart[m]:segStart[m+1]]
+	segStart []int32
+	spread   spread
 
 	// Standbys: task t's are sbItems[sbStart[t]:sbStart[t]+sbHave[t]].
 	sbStart, sbItems, sbHave []int32

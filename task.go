@@ -29,8 +29,10 @@ type taskIndex struct {
 // IDs take the map instead.
 const maxTablePartition = 1 << 22
 
-func newTaskIndex(n int) taskIndex {
-	return taskIndex{byName: make(map[string]int32, n)}
+func newTaskIndex() taskIndex {
+	// Unsized: numeric IDs never reach the map, so sizing it by the task
+	// count would allocate for nothing in the common Kafka Streams case.
+	return taskIndex{byName: make(map[string]int32)}
 }
 
 // add interns id as index i.

@@ -1,0 +1,16 @@
+module github.com/learnerassignor/learner/bench/franzgo
+
+go 1.26.0
+
+replace github.com/learnerassignor/learner => ../..
+
+require (
+	github.com/learnerassignor/learner v0.0.0-00010101000000-000000000000
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+)
+
+require (
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
+)

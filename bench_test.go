@@ -1,0 +1,93 @@
+package learner
+
+import (
+	"fmt"
+	"testing"
+)
+
+// The benchmarks run Assign, and a floor pass for comparison, on every size
+// and event of benchgen_test.go. Reproduce the README's table with
+//
+//	go test -run='^$' -bench=. -count=5
+//
+// Inputs are built inside each sub-benchmark, before b.Loop starts the timer;
+// b.Loop runs the sub-benchmark's body once per -count, so they are built
+// once. Building the largest inputs takes well under a second, so CI's
+// -benchtime=1x run covers every size.
+
+// benchSize is a group size: members and topology tasks.
+type benchSize struct{ members, tasks int }
+
+var benchSizes = []benchSize{{100, 10_000}, {1_000, 100_000}, {10_000, 1_000_000}}
+
+// forEachBenchInput runs body as one sub-benchmark per size and event, named
+// members=M/tasks=T/event=E, with the Assignor and members of that input.
+func forEachBenchInput(b *testing.B, body func(b *testing.B, a *Assignor, members []MemberMetadata)) {
+	for _, size := range benchSizes {
+		var tasks []Task // built on first use: -bench may skip a whole size
+		for _, ev := range benchEvents {
+			b.Run(fmt.Sprintf("members=%d/tasks=%d/event=%s", size.members, size.tasks, ev), func(b *testing.B) {
+				if tasks == nil {
+					tasks = benchTopology(size.tasks)
+				}
+				a, err := New(tasks, benchOptions(ev))
+				if err != nil {
+					b.Fatal(err)
+				}
+				body(b, a, benchMembers(tasks, size.members, ev))
+			})
+		}
+	}
+}
+
+func BenchmarkAssign(b *testing.B) {
+	forEachBenchInput(b, func(b *testing.B, a *Assignor, members []MemberMetadata) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := a.Assign(members); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkFloor is the least any assignor must do with the same input: read
+// every list of every member's report once, index each task with the
+// core's interner and record one slot per task. Assign's time over Floor's
+// is how far it is from that limit.
+func BenchmarkFloor(b *testing.B) {
+	forEachBenchInput(b, func(b *testing.B, a *Assignor, members []MemberMetadata) {
+		want := 0
+		for i := range members {
+			m := &members[i]
+			want += len(m.Assigned) + len(m.Revoked) + len(m.Learning) + len(m.Ready) + len(m.Standby)
+		}
+		b.ReportAllocs()
+		var got int
+		for b.Loop() {
+			got = floorPass(a, members)
+		}
+		if got != want {
+			b.Fatalf("floorPass indexed %d tasks, want %d (every listed ID is a topology task)", got, want)
+		}
+	})
+}
+
+// floorPass indexes every task the members list and returns how many it
+// found in the topology.
+func floorPass(a *Assignor, members []MemberMetadata) int {
+	slot := make([]int32, len(a.tasks)) // per call, as Assign's state must be
+	found := 0
+	for r := range members {
+		m := &members[r]
+		for _, list := range [...][]string{m.Assigned, m.Revoked, m.Learning, m.Ready, m.Standby} {
+			for _, id := range list {
+				if t := a.index.lookup(id); t >= 0 {
+					slot[t] = int32(r)
+					found++
+				}
+			}
+		}
+	}
+	return found
+}

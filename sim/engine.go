@@ -1,0 +1,554 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/learnerassignor/learner"
+)
+
+// This file is the discrete-event engine every strategy shares: the group's
+// members, their local state of each task, the rebalance round trip, restore
+// progress and the metrics. Strategies only decide what members report at a
+// join and what the leader assigns (strategy.go, sticky.go).
+
+// role is what a member does with a task it holds local state of.
+type role uint8
+
+const (
+	active   role = iota + 1
+	learning      // a learner or a warm-up replica: replays beside the active
+)
+
+// slot is one member's local state of one task.
+type slot struct {
+	role    role
+	stopped bool          // active, but stopped at join (state kept)
+	have    float64       // MB restored as of since
+	done    bool          // restored: have == the task's size
+	since   time.Duration // when have was last brought up to date
+	gen     uint64        // bumped to cancel a scheduled restore completion
+}
+
+type member struct {
+	idx     int
+	id      string
+	rate    float64
+	alive   bool // the process runs
+	inGroup bool // the group counts it as a member
+	leaving bool
+	slots   []*slot // by task index (dense: simple and fast at simulator sizes); nil: no local state
+	worker  *learner.Worker
+}
+
+type event struct {
+	at  time.Duration
+	seq uint64 // events at one instant run in the order they were scheduled
+	run func()
+}
+
+type eventQueue []event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+type engine struct {
+	sc      *Scenario
+	strat   strategy
+	tasks   []learner.Task
+	size    []float64
+	index   map[string]int // task ID -> index
+	members []*member      // in the order they joined, dead ones included
+	now     time.Duration
+	queue   eventQueue
+	seq     uint64
+	err     error
+
+	rebalancing bool
+	starting    bool     // a rebalance start is scheduled
+	reasons     []string // why the next rebalance starts
+	lastOwner   []int    // per task, the member that last ran it active; -1
+
+	res     Result
+	lastT   time.Duration // metrics are integrated up to here
+	episode time.Duration // how long the group has been unbalanced
+}
+
+// at schedules f at time t (not before now).
+func (e *engine) at(t time.Duration, f func()) {
+	e.seq++
+	heap.Push(&e.queue, event{at: max(t, e.now), seq: e.seq, run: f})
+}
+
+func (e *engine) fail(format string, args ...any) {
+	if e.err == nil {
+		e.err = fmt.Errorf("sim: %s at %v: %s", e.strat.name(), e.now, fmt.Sprintf(format, args...))
+	}
+}
+
+func run(sc *Scenario, s Strategy) (*Result, error) {
+	e := &engine{sc: sc, lastOwner: make([]int, len(sc.Tasks)), index: make(map[string]int, len(sc.Tasks))}
+	for i, t := range sc.Tasks {
+		e.tasks = append(e.tasks, learner.Task{ID: t.ID, Stateful: t.Size > 0})
+		e.size = append(e.size, t.Size)
+		e.index[t.ID] = i
+	}
+	var err error
+	if e.strat, err = newStrategy(s, e); err != nil {
+		return nil, err
+	}
+	e.res.Strategy = s
+	e.start()
+	for _, ev := range sc.Events {
+		e.at(ev.At, func() { e.script(ev) })
+	}
+	for e.err == nil && len(e.queue) > 0 && e.queue[0].at <= sc.Duration {
+		ev := heap.Pop(&e.queue).(event)
+		e.integrate(ev.at)
+		e.now = ev.at
+		ev.run()
+		e.record()
+	}
+	if e.err != nil {
+		return nil, e.err
+	}
+	e.integrate(sc.Duration)
+	e.now = sc.Duration
+	e.res.Timeline.End = sc.Duration
+	return &e.res, nil
+}
+
+// start sets up the group at time zero: balanced, every member warm, tasks
+// dealt out in contiguous blocks like the document's S1[T1, T2], S2[T3, T4].
+func (e *engine) start() {
+	for i := range e.lastOwner {
+		e.lastOwner[i] = -1
+	}
+	var as []learner.Assignment
+	n, k := len(e.tasks), len(e.sc.Members)
+	next := 0
+	for i, ms := range e.sc.Members {
+		m := e.addMember(ms)
+		a := learner.Assignment{MemberID: m.id}
+		for c := n/k + b2i(i < n%k); c > 0; c-- {
+			a.Assigned = append(a.Assigned, e.tasks[next].ID)
+			next++
+		}
+		as = append(as, a)
+	}
+	for i, m := range e.members {
+		e.strat.initial(m, as[i])
+		for _, id := range as[i].Assigned {
+			t := e.index[id]
+			m.slots[t] = &slot{role: active, have: e.size[t], done: true}
+			e.lastOwner[t] = m.idx
+		}
+	}
+	e.record()
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (e *engine) addMember(ms MemberSpec) *member {
+	m := &member{idx: len(e.members), id: ms.ID, rate: ms.Rate, alive: true, inGroup: true, slots: make([]*slot, len(e.tasks))}
+	e.members = append(e.members, m)
+	e.res.Timeline.Members = append(e.res.Timeline.Members, MemberTimeline{ID: m.id, Joined: e.now, Gone: -1})
+	return m
+}
+
+// taskSet turns a list of IDs into a per-task membership vector.
+func (e *engine) taskSet(ids []string) []bool {
+	in := make([]bool, len(e.tasks))
+	for _, id := range ids {
+		if t, ok := e.index[id]; ok {
+			in[t] = true
+		}
+	}
+	return in
+}
+
+func (e *engine) byID(id string) *member {
+	for _, m := range e.members {
+		if m.id == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// leader is the longest-standing live member of the group.
+func (e *engine) leader() *member {
+	for _, m := range e.members {
+		if m.alive && m.inGroup {
+			return m
+		}
+	}
+	return nil
+}
+
+func (e *engine) script(ev Event) {
+	label := ev.Kind.String()
+	for _, ms := range ev.Members {
+		label += " " + ms.ID
+	}
+	if l := e.leader(); ev.Kind == CrashLeader && l != nil {
+		label += " " + l.id
+	}
+	e.res.Timeline.Events = append(e.res.Timeline.Events, Mark{At: e.now, Label: label})
+	switch ev.Kind {
+	case Join:
+		for _, ms := range ev.Members {
+			m := e.addMember(ms)
+			e.strat.joined(m)
+			e.requestRebalance(m.id + " joins")
+		}
+	case Leave:
+		for _, ms := range ev.Members {
+			if m := e.byID(ms.ID); m != nil && m.alive && !m.leaving {
+				m.leaving = true
+				e.strat.leave(m)
+			}
+		}
+	case Crash, CrashLeader:
+		victims := []*member{e.leader()}
+		if ev.Kind == Crash {
+			victims = victims[:0]
+			for _, ms := range ev.Members {
+				victims = append(victims, e.byID(ms.ID))
+			}
+		}
+		for _, m := range victims {
+			if m != nil && m.alive {
+				e.kill(m)
+				e.at(e.now+e.sc.SessionTimeout, func() {
+					if m.inGroup { // no rebalance has dropped it yet
+						m.inGroup = false
+						e.requestRebalance(m.id + "'s session timed out")
+					}
+				})
+			}
+		}
+	}
+}
+
+// kill stops a member's process; its local state is lost with it.
+func (e *engine) kill(m *member) {
+	m.alive = false
+	e.res.Timeline.Members[m.idx].Gone = e.now
+	for t, s := range m.slots {
+		if s != nil {
+			s.gen++
+			m.slots[t] = nil
+		}
+	}
+}
+
+// depart is a graceful exit: the member stops and leaves the group at once,
+// which starts a rebalance.
+func (e *engine) depart(m *member, why string) {
+	e.kill(m)
+	m.inGroup = false
+	e.requestRebalance(m.id + " " + why)
+}
+
+// requestRebalance asks for a rebalance. It starts once everything else
+// happening at this instant is done (so members joining together join one
+// rebalance), or after the rebalance under way.
+func (e *engine) requestRebalance(reason string) {
+	e.reasons = append(e.reasons, reason)
+	e.scheduleStart()
+}
+
+func (e *engine) scheduleStart() {
+	if e.rebalancing || e.starting || len(e.reasons) == 0 {
+		return
+	}
+	e.starting = true
+	e.at(e.now, func() {
+		e.starting = false
+		reasons := e.reasons
+		e.reasons = nil
+		e.startRebalance(reasons)
+	})
+}
+
+// startRebalance is the join round: every live member of the group reports
+// its status (and stops what the strategy stops at join); the leader's
+// assignment arrives after the pause.
+func (e *engine) startRebalance(reasons []string) {
+	e.rebalancing = true
+	e.res.Metrics.Rebalances++
+	var group []*member
+	for _, m := range e.members {
+		if m.inGroup && !m.alive {
+			m.inGroup = false // a dead member does not join: the group drops it
+		}
+		if m.inGroup {
+			group = append(group, m)
+		}
+	}
+	r := Round{Start: e.now, Reasons: reasons}
+	leader := e.leader()
+	if leader != nil {
+		r.Leader = leader.id
+	}
+	for _, m := range group {
+		r.Joins = append(r.Joins, e.strat.join(m))
+	}
+	e.at(e.now+e.sc.Pause, func() { e.finishRebalance(r, group, leader) })
+}
+
+func (e *engine) finishRebalance(r Round, group []*member, leader *member) {
+	r.End = e.now
+	if leader == nil || !leader.alive {
+		r.Aborted = true
+		e.res.Rounds = append(e.res.Rounds, r)
+		e.reasons = append(e.reasons, "the leader died during the rebalance")
+	} else {
+		as, withheld, err := e.strat.assign(r.Joins)
+		if err != nil {
+			e.fail("assign: %v", err)
+			return
+		}
+		r.Assignments, r.Withheld = as, withheld
+		if err := checkRound(e.tasks, r); err != nil {
+			e.fail("%v", err)
+			return
+		}
+		e.res.Rounds = append(e.res.Rounds, r)
+		byID := make(map[string]*member, len(group))
+		for _, m := range group {
+			byID[m.id] = m
+		}
+		for _, a := range as {
+			if m := byID[a.MemberID]; m.alive && m.inGroup {
+				e.strat.apply(m, a)
+			}
+		}
+		e.strat.settled(r)
+	}
+	e.rebalancing = false
+	e.scheduleStart()
+}
+
+// setRoles gives member m the assignment's active and learning tasks; it
+// keeps the local state of tasks it held in any role and drops the rest.
+func (e *engine) setRoles(m *member, a learner.Assignment) {
+	act, lrn := e.taskSet(a.Assigned), e.taskSet(a.Learning)
+	for t := range e.tasks {
+		s := m.slots[t]
+		if !act[t] && !lrn[t] {
+			if s != nil {
+				s.gen++
+				m.slots[t] = nil
+			}
+			continue
+		}
+		if s == nil {
+			s = &slot{done: e.size[t] == 0, since: e.now}
+			m.slots[t] = s
+		}
+		e.settle(m, t)
+		s.role, s.stopped = learning, false
+		if act[t] {
+			s.role = active
+			if e.lastOwner[t] != m.idx {
+				if e.lastOwner[t] >= 0 {
+					e.res.Metrics.Moves++
+				}
+				e.lastOwner[t] = m.idx
+			}
+		}
+		e.schedule(m, t)
+	}
+}
+
+// stop stops an active task of m, keeping its state (revoked at join).
+func (e *engine) stop(m *member, t int) {
+	if s := m.slots[t]; s != nil && s.role == active {
+		e.settle(m, t)
+		s.stopped = true
+		e.schedule(m, t)
+	}
+}
+
+func (e *engine) restoring(m *member, s *slot) bool {
+	return m.alive && !s.done && (s.role == learning || s.role == active && !s.stopped)
+}
+
+// settle brings a slot's restore progress up to now.
+func (e *engine) settle(m *member, t int) {
+	s := m.slots[t]
+	if e.restoring(m, s) {
+		s.have = math.Min(e.size[t], s.have+m.rate*(e.now-s.since).Seconds())
+	}
+	s.since = e.now
+}
+
+// schedule (re)schedules the slot's restore completion, if it restores.
+func (e *engine) schedule(m *member, t int) {
+	s := m.slots[t]
+	s.gen++
+	if !e.restoring(m, s) {
+		return
+	}
+	gen := s.gen
+	left := time.Duration(math.Ceil((e.size[t] - s.have) / m.rate * float64(time.Second)))
+	e.at(e.now+left, func() {
+		if s.gen != gen || m.slots[t] != s {
+			return
+		}
+		s.have, s.done, s.since = e.size[t], true, e.now
+		if s.role == learning {
+			e.strat.restored(m, t)
+		}
+	})
+}
+
+// integrate adds the metrics of the interval [lastT, to), during which the
+// state is constant: nothing changes between events.
+//
+// It scans every member's slots, as record does: O(members x tasks) per
+// event. Scenarios have hundreds of events and at most a few thousand tasks,
+// so this stays far below a second and keeps the metrics obviously right;
+// incremental counters would be faster and easier to get wrong.
+func (e *engine) integrate(to time.Duration) {
+	dt := to - e.lastT
+	if dt <= 0 {
+		return
+	}
+	e.lastT = to
+	mt := &e.res.Metrics
+	procs := e.processing()
+	for _, m := range e.members {
+		for t, s := range m.slots {
+			if s == nil || !m.alive {
+				continue
+			}
+			if s.role == active && !s.stopped && s.done {
+				mt.Processed += dt
+			}
+			if s.role == learning && procs[t] > 0 {
+				mt.Duplicate += dt
+			}
+		}
+	}
+	for _, p := range procs {
+		if p == 0 {
+			mt.Downtime += dt
+		}
+	}
+	if e.balanced(procs) {
+		e.episode = 0
+	} else {
+		mt.Unbalanced += dt
+		e.episode += dt
+		mt.LongestUnbalanced = max(mt.LongestUnbalanced, e.episode)
+	}
+}
+
+// processing counts, per task, the members processing it now.
+func (e *engine) processing() []int {
+	procs := make([]int, len(e.tasks))
+	for _, m := range e.members {
+		for t, s := range m.slots {
+			if m.alive && s != nil && s.role == active && !s.stopped && s.done {
+				procs[t]++
+			}
+		}
+	}
+	return procs
+}
+
+// balanced reports whether the group has settled: no rebalance under way,
+// every task processed, no learner or warm-up in flight, leaving members
+// without tasks, and staying members' active counts at most one apart.
+func (e *engine) balanced(procs []int) bool {
+	if e.rebalancing || slices.Contains(procs, 0) {
+		return false
+	}
+	lo, hi := math.MaxInt, 0
+	for _, m := range e.members {
+		if !m.alive {
+			continue
+		}
+		n := 0
+		for _, s := range m.slots {
+			if s != nil && s.role == learning {
+				return false
+			}
+			if s != nil {
+				n++
+			}
+		}
+		if m.leaving && n > 0 {
+			return false
+		}
+		if !m.leaving {
+			lo, hi = min(lo, n), max(hi, n)
+		}
+	}
+	return hi-lo <= 1
+}
+
+// record updates the peaks and appends changed member states to the timeline.
+func (e *engine) record() {
+	tl := &e.res.Timeline
+	down := 0
+	for _, p := range e.processing() {
+		if p == 0 {
+			down++
+		}
+	}
+	if k := len(tl.Down); k == 0 || tl.Down[k-1].N != down {
+		tl.Down = append(tl.Down, Count{At: e.now, N: down})
+	}
+	mt := &e.res.Metrics
+	for _, m := range e.members {
+		var st MemberState
+		st.At = e.now
+		for _, s := range m.slots {
+			switch {
+			case s == nil || !m.alive:
+			case s.role == learning:
+				st.Learning++
+			case s.stopped || !s.done:
+				st.Down++
+			default:
+				st.Active++
+			}
+		}
+		mt.PeakActive = max(mt.PeakActive, st.Active+st.Down)
+		mt.PeakBusy = max(mt.PeakBusy, st.Active+st.Down+st.Learning)
+		mtl := &tl.Members[m.idx]
+		if k := len(mtl.States); k > 0 && mtl.States[k-1].sameCounts(st) {
+			continue
+		}
+		if k := len(mtl.States); k > 0 && mtl.States[k-1].At == e.now {
+			mtl.States[k-1] = st
+		} else {
+			mtl.States = append(mtl.States, st)
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/learnerassignor/learner"
+)
+
+// WriteTable prints the scenario's shape and one row of metrics per result.
+func WriteTable(w io.Writer, sc *Scenario, rs []*Result) {
+	stateless := 0
+	for _, t := range sc.Tasks {
+		if t.Size == 0 {
+			stateless++
+		}
+	}
+	fmt.Fprintf(w, "%d tasks (%d stateless), %d members at start, %d events, %v simulated, rebalance pause %v\n\n",
+		len(sc.Tasks), stateless, len(sc.Members), len(sc.Events), sc.Duration, sc.Pause)
+	// Names are padded by hand: tabwriter aligns every column one way.
+	name := func(s string) string { return fmt.Sprintf("%-16s", s) }
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\tdowntime\trebalances\tmoves\tduplicate\tunbalanced\tlongest\tpeak load\t\n", name("strategy"))
+	fmt.Fprintf(tw, "%s\ttask-s\t\t\ttask-s\ts\ts\tactive/all\t\n", name(""))
+	for _, r := range rs {
+		m := r.Metrics
+		fmt.Fprintf(tw, "%s\t%.0f\t%d\t%d\t%.0f\t%.0f\t%.0f\t%d/%d\t\n", name(r.Strategy.String()), m.Downtime.Seconds(), m.Rebalances, m.Moves,
+			m.Duplicate.Seconds(), m.Unbalanced.Seconds(), m.LongestUnbalanced.Seconds(), m.PeakActive, m.PeakBusy)
+	}
+	tw.Flush()
+}
+
+// WriteLog prints one strategy's rebalances like the document's
+// walkthroughs: why, the members' join status, the leader's assignment.
+func WriteLog(w io.Writer, r *Result) {
+	fmt.Fprintf(w, "== %s\n", r.Strategy)
+	for i, rd := range r.Rounds {
+		fmt.Fprintf(w, "\n#Rebalance %d at %v (%s), leader %s\n", i+1, rd.Start, strings.Join(rd.Reasons, "; "), rd.Leader)
+		fmt.Fprintln(w, "Members join with status:")
+		for _, j := range rd.Joins {
+			fmt.Fprintf(w, "\t%s\n", learner.FormatMember(j))
+		}
+		if rd.Aborted {
+			fmt.Fprintf(w, "The leader died at %v, before it assigned: the rebalance restarts.\n", rd.End)
+			continue
+		}
+		fmt.Fprintf(w, "%s performs task assignments at %v:\n", rd.Leader, rd.End)
+		for _, line := range strings.SplitAfter(learner.FormatAssignments(rd.Assignments), "\n") {
+			if line != "" {
+				fmt.Fprintf(w, "\t%s", line)
+			}
+		}
+		if len(rd.Withheld) > 0 {
+			fmt.Fprintf(w, "Withheld for the follow-up rebalance: %s\n", strings.Join(rd.Withheld, ", "))
+		}
+	}
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,479 @@
+package sim
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrScenario is wrapped by every error Parse returns.
+var ErrScenario = errors.New("bad scenario")
+
+// Scenario is a group, its topology and a script of events. Parse reads it
+// from the text format documented at Parse; DefaultText writes the default.
+type Scenario struct {
+	// Duration is the simulated time.
+	Duration time.Duration
+	// Pause is what one rebalance (join and sync round) costs: the time from
+	// its start until members receive their assignments.
+	Pause time.Duration
+	// SessionTimeout is the time until the group notices a crashed member.
+	SessionTimeout time.Duration
+	// ProbingInterval is the warm-up strategy's time between probing
+	// rebalances while warm-up replicas are in flight.
+	ProbingInterval time.Duration
+	// MaxWarmups caps the warm-up strategy's warm-up replicas at once.
+	MaxWarmups int
+	// LeaveDeadline bounds a learner strategy's announced leave; zero waits
+	// for the hand-over however long it takes.
+	LeaveDeadline time.Duration
+
+	// Tasks are the topology's tasks in order; Size is the state in MB,
+	// zero for a stateless task.
+	Tasks []TaskSpec
+	// Members is the group at time zero, balanced and with warm state.
+	Members []MemberSpec
+	// Events is the script, in time order.
+	Events []Event
+}
+
+// TaskSpec is one task of a Scenario.
+type TaskSpec struct {
+	ID   string
+	Size float64 // MB of state; 0 means stateless
+}
+
+// MemberSpec is one member of a Scenario.
+type MemberSpec struct {
+	ID   string
+	Rate float64 // restore rate, MB/s
+}
+
+// EventKind is what happens in an Event.
+type EventKind int
+
+const (
+	// Join adds new members.
+	Join EventKind = iota
+	// Leave announces that members leave (shut down gracefully).
+	Leave
+	// Crash kills members without notice.
+	Crash
+	// CrashLeader kills the member that is the group's leader at the time.
+	CrashLeader
+)
+
+var eventNames = [...]string{Join: "join", Leave: "leave", Crash: "crash", CrashLeader: "crash-leader"}
+
+// String returns the event's keyword in the scenario format.
+func (k EventKind) String() string { return eventNames[k] }
+
+// Event is one scripted event.
+type Event struct {
+	At      time.Duration
+	Kind    EventKind
+	Members []MemberSpec // joining members, or the IDs leaving or crashing
+}
+
+// Defaults of the settings a scenario may leave out: Kafka's own defaults
+// where Kafka has one (probing.rebalance.interval.ms, max.warmup.replicas).
+const (
+	defaultPause           = 3 * time.Second
+	defaultSessionTimeout  = 10 * time.Second
+	defaultProbingInterval = 10 * time.Minute
+	defaultMaxWarmups      = 2
+	defaultRate            = 50.0
+)
+
+// Parse reads a scenario. The format is line based; '#' starts a comment.
+// Durations are Go durations (90s, 10m, 1h30m), sizes MB, rates MB/s. IDs
+// may be written as ranges: S1-S8 is S1 S2 ... S8.
+//
+//	duration 6h                  # simulated time (required)
+//	pause 3s                     # cost of one rebalance (default 3s)
+//	session-timeout 10s          # until a crash is noticed (default 10s)
+//	probing-interval 10m         # warm-up strategy (default 10m)
+//	max-warmups 2                # warm-up strategy (default 2)
+//	leave-deadline 10m           # learner strategies' time-bounded leave (default 0: none)
+//	restore-rate 50              # default rate of members that name none (default 50)
+//	tasks T1-T80 size 100-8000 seed 1   # stateful, sizes drawn uniformly with the seed
+//	tasks T81 T82 size 500       # stateful, one size
+//	tasks T83-T96 stateless
+//	stateless T6 T12             # make tasks defined above stateless
+//	members S1-S8 rate 40        # the group at time zero, balanced and warm
+//	at 1m join S9 S10 rate 60
+//	at 2h leave S3 S7
+//	at 3h crash S5
+//	at 4h crash-leader
+func Parse(src string) (*Scenario, error) {
+	sc := &Scenario{
+		Pause:           defaultPause,
+		SessionTimeout:  defaultSessionTimeout,
+		ProbingInterval: defaultProbingInterval,
+		MaxWarmups:      defaultMaxWarmups,
+	}
+	rate := defaultRate
+	seen := map[string]int{} // task and member IDs -> line, for duplicates
+	sc2 := bufio.NewScanner(strings.NewReader(src))
+	for n := 1; sc2.Scan(); n++ {
+		line, _, _ := strings.Cut(sc2.Text(), "#")
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		fail := func(format string, args ...any) error {
+			return fmt.Errorf("sim: line %d: %s: %w", n, fmt.Sprintf(format, args...), ErrScenario)
+		}
+		setting := func(dst *time.Duration) error {
+			if len(f) != 2 {
+				return fail("%s takes one duration", f[0])
+			}
+			d, err := time.ParseDuration(f[1])
+			if err != nil || d < 0 {
+				return fail("%s: bad duration %q", f[0], f[1])
+			}
+			*dst = d
+			return nil
+		}
+		var err error
+		switch f[0] {
+		case "duration":
+			err = setting(&sc.Duration)
+		case "pause":
+			err = setting(&sc.Pause)
+		case "session-timeout":
+			err = setting(&sc.SessionTimeout)
+		case "probing-interval":
+			err = setting(&sc.ProbingInterval)
+		case "leave-deadline":
+			err = setting(&sc.LeaveDeadline)
+		case "max-warmups":
+			if len(f) != 2 {
+				return nil, fail("max-warmups takes one number")
+			}
+			sc.MaxWarmups, err = strconv.Atoi(f[1])
+			if err != nil || sc.MaxWarmups < 1 {
+				return nil, fail("max-warmups: want a positive number, got %q", f[1])
+			}
+		case "restore-rate":
+			if len(f) != 2 {
+				return nil, fail("restore-rate takes one number")
+			}
+			if rate, err = parseRate(f[1]); err != nil {
+				return nil, fail("restore-rate: %v", err)
+			}
+		case "tasks":
+			err = sc.parseTasks(f[1:], seen, n, fail)
+		case "stateless":
+			err = sc.parseStateless(f[1:], fail)
+		case "members":
+			var ms []MemberSpec
+			if ms, err = parseMembers(f[1:], rate, seen, n, fail); err == nil {
+				sc.Members = append(sc.Members, ms...)
+			}
+		case "at":
+			err = sc.parseEvent(f[1:], rate, seen, n, fail)
+		default:
+			err = fail("unknown directive %q", f[0])
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case sc.Duration <= 0:
+		return nil, fmt.Errorf("sim: no duration: %w", ErrScenario)
+	case len(sc.Tasks) == 0:
+		return nil, fmt.Errorf("sim: no tasks: %w", ErrScenario)
+	case len(sc.Members) == 0:
+		return nil, fmt.Errorf("sim: no members at time zero: %w", ErrScenario)
+	}
+	return sc, nil
+}
+
+func (sc *Scenario) parseTasks(f []string, seen map[string]int, n int, fail func(string, ...any) error) error {
+	i := 0
+	var ids []string
+	for ; i < len(f) && f[i] != "size" && f[i] != "stateless"; i++ {
+		more, err := expandIDs(f[i])
+		if err != nil {
+			return fail("%v", err)
+		}
+		ids = append(ids, more...)
+	}
+	if len(ids) == 0 {
+		return fail("tasks: no task IDs")
+	}
+	sizes := make([]float64, len(ids)) // stateless unless a size follows
+	switch rest := f[i:]; {
+	case len(rest) == 1 && rest[0] == "stateless":
+	case len(rest) == 2 && rest[0] == "size":
+		s, err := parseRate(rest[1])
+		if err != nil {
+			return fail("tasks: size: %v", err)
+		}
+		for j := range sizes {
+			sizes[j] = s
+		}
+	case len(rest) == 4 && rest[0] == "size" && rest[2] == "seed":
+		lo, hi, ok := strings.Cut(rest[1], "-")
+		a, errA := parseRate(lo)
+		b, errB := parseRate(hi)
+		seed, errS := strconv.ParseUint(rest[3], 10, 64)
+		if !ok || errA != nil || errB != nil || a > b {
+			return fail("tasks: want size MIN-MAX with 0 < MIN <= MAX, got %q", rest[1])
+		}
+		if errS != nil {
+			return fail("tasks: bad seed %q", rest[3])
+		}
+		// The only randomness of the simulator: drawn here, once, from
+		// the seed the scenario names, so a scenario is reproducible.
+		r := rand.New(rand.NewPCG(seed, 0x6c6561726e6572))
+		for j := range sizes {
+			sizes[j] = float64(int(a + r.Float64()*(b-a)))
+			if sizes[j] < a {
+				sizes[j] = a
+			}
+		}
+	default:
+		return fail("tasks: want IDs then 'stateless', 'size MB' or 'size MIN-MAX seed N'")
+	}
+	for j, id := range ids {
+		if l, dup := seen[id]; dup {
+			return fail("ID %q already defined on line %d", id, l)
+		}
+		seen[id] = n
+		sc.Tasks = append(sc.Tasks, TaskSpec{ID: id, Size: sizes[j]})
+	}
+	return nil
+}
+
+// parseStateless marks tasks defined before as stateless, like the
+// notation's "stateless:" line.
+func (sc *Scenario) parseStateless(f []string, fail func(string, ...any) error) error {
+	if len(f) == 0 {
+		return fail("stateless: no task IDs")
+	}
+	for _, s := range f {
+		ids, err := expandIDs(s)
+		if err != nil {
+			return fail("%v", err)
+		}
+		for _, id := range ids {
+			i := slices.IndexFunc(sc.Tasks, func(t TaskSpec) bool { return t.ID == id })
+			if i < 0 {
+				return fail("stateless: unknown task %q", id)
+			}
+			sc.Tasks[i].Size = 0
+		}
+	}
+	return nil
+}
+
+// parseMembers reads "IDs [rate R]" and records the new IDs in seen.
+func parseMembers(f []string, rate float64, seen map[string]int, n int, fail func(string, ...any) error) ([]MemberSpec, error) {
+	if len(f) >= 2 && f[len(f)-2] == "rate" {
+		r, err := parseRate(f[len(f)-1])
+		if err != nil {
+			return nil, fail("rate: %v", err)
+		}
+		rate, f = r, f[:len(f)-2]
+	}
+	var ms []MemberSpec
+	for _, s := range f {
+		ids, err := expandIDs(s)
+		if err != nil {
+			return nil, fail("%v", err)
+		}
+		for _, id := range ids {
+			if l, dup := seen[id]; dup {
+				return nil, fail("ID %q already defined on line %d", id, l)
+			}
+			seen[id] = n
+			ms = append(ms, MemberSpec{ID: id, Rate: rate})
+		}
+	}
+	if len(ms) == 0 {
+		return nil, fail("no member IDs")
+	}
+	return ms, nil
+}
+
+func (sc *Scenario) parseEvent(f []string, rate float64, seen map[string]int, n int, fail func(string, ...any) error) error {
+	if len(f) < 2 {
+		return fail("want 'at DURATION join|leave|crash IDs' or 'at DURATION crash-leader'")
+	}
+	at, err := time.ParseDuration(f[0])
+	if err != nil || at < 0 {
+		return fail("bad time %q", f[0])
+	}
+	if k := len(sc.Events); k > 0 && at < sc.Events[k-1].At {
+		return fail("event at %v before the previous one at %v", at, sc.Events[k-1].At)
+	}
+	e := Event{At: at}
+	switch f[1] {
+	case "join":
+		e.Kind = Join
+		if e.Members, err = parseMembers(f[2:], rate, seen, n, fail); err != nil {
+			return err
+		}
+	case "leave", "crash":
+		e.Kind = Leave
+		if f[1] == "crash" {
+			e.Kind = Crash
+		}
+		for _, s := range f[2:] {
+			ids, err := expandIDs(s)
+			if err != nil {
+				return fail("%v", err)
+			}
+			for _, id := range ids {
+				if _, ok := seen[id]; !ok {
+					return fail("%s: unknown member %q", f[1], id)
+				}
+				e.Members = append(e.Members, MemberSpec{ID: id})
+			}
+		}
+		if len(e.Members) == 0 {
+			return fail("%s: no member IDs", f[1])
+		}
+	case "crash-leader":
+		e.Kind = CrashLeader
+		if len(f) != 2 {
+			return fail("crash-leader takes no arguments")
+		}
+	default:
+		return fail("unknown event %q", f[1])
+	}
+	sc.Events = append(sc.Events, e)
+	return nil
+}
+
+func parseRate(s string) (float64, error) {
+	r, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(r > 0) || r > 1e12 {
+		return 0, fmt.Errorf("want a positive number, got %q", s)
+	}
+	return r, nil
+}
+
+// expandIDs expands a range PREFIX<a>-PREFIX<b> (S1-S8) into its IDs; any
+// other word is one ID.
+func expandIDs(s string) ([]string, error) {
+	lo, hi, ok := strings.Cut(s, "-")
+	if ok {
+		pl, a, okA := splitNumber(lo)
+		ph, b, okB := splitNumber(hi)
+		if okA && okB && pl == ph && pl != "" {
+			if a > b || b-a >= 1<<20 {
+				return nil, fmt.Errorf("bad range %q", s)
+			}
+			ids := make([]string, 0, b-a+1)
+			for i := a; i <= b; i++ {
+				ids = append(ids, pl+strconv.Itoa(i))
+			}
+			return ids, nil
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c == '-' || c == '.') {
+			return nil, fmt.Errorf("malformed ID %q", s)
+		}
+	}
+	return []string{s}, nil
+}
+
+// splitNumber splits "S12" into "S" and 12.
+func splitNumber(s string) (string, int, bool) {
+	i := len(s)
+	for i > 0 && '0' <= s[i-1] && s[i-1] <= '9' {
+		i--
+	}
+	if i == len(s) || len(s)-i > 9 {
+		return "", 0, false
+	}
+	v, err := strconv.Atoi(s[i:])
+	return s[:i], v, err == nil
+}
+
+// DefaultParams shape DefaultText.
+type DefaultParams struct {
+	Members   int     // peak group size, at least 4
+	Tasks     int     // number of tasks
+	Stateless int     // how many of them are stateless (every k-th task)
+	MinSize   float64 // MB, stateful tasks' sizes are drawn in [MinSize, MaxSize]
+	MaxSize   float64
+	Rate      float64 // restore rate of every member, MB/s
+	Seed      uint64  // seed of the sizes
+}
+
+// Defaults is the default scenario's shape: 12 members, 96 tasks.
+var Defaults = DefaultParams{Members: 12, Tasks: 96, Stateless: 16, MinSize: 100, MaxSize: 8000, Rate: 50, Seed: 1}
+
+// DefaultText returns the default scenario: the design document's three
+// stories grown to p's size, two hours apart.
+//
+//   - Scale Up: the group starts with two thirds of p.Members; half of the
+//     newcomers join at 1m and the rest at 2m, while the first are learning.
+//   - Scale Down: at 2h two members announce that they leave.
+//   - Leader Transfer: at 4h a member joins, and 30s later, before its
+//     learners are ready, the leader crashes.
+func DefaultText(p DefaultParams) (string, error) {
+	if p.Members < 4 || p.Tasks < 1 || p.Stateless < 0 || p.Stateless > p.Tasks || !(0 < p.MinSize && p.MinSize <= p.MaxSize) || !(p.Rate > 0) {
+		return "", fmt.Errorf("sim: default scenario needs at least 4 members, 1 task, 0 <= stateless <= tasks, 0 < min size <= max size and a positive rate: %w", ErrScenario)
+	}
+	start := p.Members * 2 / 3
+	mid := start + (p.Members-start+1)/2
+	var b strings.Builder
+	fmt.Fprintf(&b, `# learner simulate: default scenario (%d members, %d tasks, %d stateless).
+# The design document's stories: Scale Up, Scale Down, Leader Transfer.
+duration 6h
+pause 3s                 # one rebalance, join to assignment
+session-timeout 10s      # until a crash is noticed
+probing-interval 10m     # warm-up strategy: Kafka's default
+max-warmups 2            # warm-up strategy: Kafka's default
+leave-deadline 10m       # learner strategies: time-bounded scale-down
+restore-rate %g          # MB/s of every member
+`, p.Members, p.Tasks, p.Stateless, p.Rate)
+	// Stateless tasks are spread evenly through the topology.
+	fmt.Fprintf(&b, "tasks T1-T%d size %g-%g seed %d\n", p.Tasks, p.MinSize, p.MaxSize, p.Seed)
+	var stateless []string
+	for i := 1; i <= p.Tasks; i++ {
+		if (i*p.Stateless)/p.Tasks != ((i-1)*p.Stateless)/p.Tasks {
+			stateless = append(stateless, fmt.Sprintf("T%d", i))
+		}
+	}
+	if len(stateless) > 0 {
+		fmt.Fprintf(&b, "stateless %s\n", strings.Join(stateless, " "))
+	}
+	ids := func(a, b int) string {
+		if a == b {
+			return fmt.Sprintf("S%d", a)
+		}
+		return fmt.Sprintf("S%d-S%d", a, b)
+	}
+	// Two members leave: S3 (the document's S2 of three) and the last of
+	// the starting group but one.
+	leaving := "S3"
+	if l := start - 1; l != 3 {
+		leaving += fmt.Sprintf(" S%d", l)
+	}
+	fmt.Fprintf(&b, `
+# Scale Up
+members %s
+at 1m join %s
+at 2m join %s
+# Scale Down
+at 2h leave %s
+# Leader Transfer: the leader is the longest-standing member, S1
+at 4h join S%d
+at 4h30s crash-leader
+`, ids(1, start), ids(start+1, mid), ids(mid+1, p.Members), leaving, p.Members+1)
+	return b.String(), nil
+}

@@ -1,0 +1,221 @@
+package sim
+
+import (
+	"math"
+	"slices"
+
+	"github.com/learnerassignor/learner"
+)
+
+// stickyStrategy models Kafka's classic assignors on one sticky balancing
+// rule: stop-the-world (eager protocol), cooperative without learners, and
+// warm-up replicas with probing rebalances (KIP-441).
+type stickyStrategy struct {
+	e     *engine
+	kind  Strategy
+	probe uint64 // bumped to cancel the scheduled probing rebalance
+}
+
+func (s *stickyStrategy) name() string                        { return s.kind.String() }
+func (s *stickyStrategy) initial(*member, learner.Assignment) {}
+func (s *stickyStrategy) joined(*member)                      {}
+func (s *stickyStrategy) restored(*member, int)               {}
+func (s *stickyStrategy) leave(m *member)                     { s.e.depart(m, "leaves") }
+func (s *stickyStrategy) apply(m *member, a learner.Assignment) {
+	s.e.setRoles(m, a)
+}
+
+// join reports the member's active tasks and, as lag, the MB its warm-up
+// replicas still have to restore. The eager protocol stops every task.
+func (s *stickyStrategy) join(m *member) learner.MemberMetadata {
+	md := learner.MemberMetadata{ID: m.id}
+	for t, sl := range m.slots {
+		if sl == nil {
+			continue
+		}
+		id := s.e.tasks[t].ID
+		if sl.role == active {
+			md.Assigned = append(md.Assigned, id)
+			if s.kind == StopTheWorld {
+				s.e.stop(m, t)
+			}
+			continue
+		}
+		md.Learning = append(md.Learning, id)
+		s.e.settle(m, t)
+		md.Lag = append(md.Lag, learner.TaskLag{Task: id, Lag: int64(math.Ceil(s.e.size[t] - sl.have))})
+	}
+	return md
+}
+
+// settled asks for the follow-up rebalance that hands withheld tasks to
+// their new owners. For warm-ups still catching up it schedules a probing
+// rebalance an interval later; like Kafka, every assignment replaces the
+// schedule of the one before.
+func (s *stickyStrategy) settled(r Round) {
+	if len(r.Withheld) > 0 {
+		s.e.requestRebalance("follow-up for revoked tasks")
+	}
+	if s.kind != WarmUp {
+		return
+	}
+	s.probe++
+	for _, a := range r.Assignments {
+		for _, id := range a.Learning {
+			if !slices.Contains(r.Withheld, id) {
+				probe := s.probe
+				s.e.at(s.e.now+s.e.sc.ProbingInterval, func() {
+					if s.probe == probe {
+						s.e.requestRebalance("probing rebalance")
+					}
+				})
+				return
+			}
+		}
+	}
+}
+
+// assign is the leader. Every strategy first computes the same sticky
+// balanced target; they differ in how they get there.
+func (s *stickyStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assignment, []string, error) {
+	n, k := len(s.e.tasks), len(joins)
+	as := make([]learner.Assignment, k)
+	if k == 0 {
+		return as, nil, nil
+	}
+	index := s.e.index
+	cur := make([]int, n) // reported owner, -1 for none
+	for t := range cur {
+		cur[t] = -1
+	}
+	// lag[i][t]: MB member i still has to restore for t; 0 caught up,
+	// -1 no local state.
+	lag := make([][]float64, k)
+	warmups := make([][]bool, k)
+	for i, j := range joins {
+		as[i].MemberID = j.ID
+		lag[i] = make([]float64, n)
+		warmups[i] = make([]bool, n)
+		for t := range lag[i] {
+			lag[i][t] = -1
+		}
+		for _, id := range j.Assigned {
+			cur[index[id]], lag[i][index[id]] = i, 0
+		}
+		for _, l := range j.Lag {
+			lag[i][index[l.Task]] = float64(l.Lag)
+		}
+		for _, id := range j.Learning {
+			warmups[i][index[id]] = true
+		}
+	}
+	target := s.target(cur, lag)
+
+	var withheld []string
+	nWarm := 0
+	warm := make([]bool, n) // task has a warm-up kept or placed
+	for t, task := range s.e.tasks {
+		i, j := cur[t], target[t]
+		switch {
+		case i < 0 || i == j || s.kind == StopTheWorld:
+			as[j].Assigned = append(as[j].Assigned, task.ID)
+		case s.kind == Cooperative || !task.Stateful || lag[j][t] == 0:
+			// The owner revokes it now; the follow-up assigns it.
+			withheld = append(withheld, task.ID)
+		default:
+			// Warm-up: the active stays until j has caught up.
+			as[i].Assigned = append(as[i].Assigned, task.ID)
+		}
+		if s.kind == WarmUp && warmups[j][t] && i >= 0 && i != j {
+			warm[t] = true
+			nWarm++
+		}
+	}
+	if s.kind == WarmUp {
+		// New warm-ups, in topology order, within the budget.
+		for t := range s.e.tasks {
+			if i, j := cur[t], target[t]; i >= 0 && i != j && !warm[t] && lag[j][t] != 0 && s.e.tasks[t].Stateful && nWarm < s.e.sc.MaxWarmups {
+				warm[t] = true
+				nWarm++
+			}
+		}
+		for t, id := range s.e.tasks {
+			if warm[t] {
+				as[target[t]].Learning = append(as[target[t]].Learning, id.ID)
+			}
+		}
+	}
+	for i, j := range joins {
+		for _, id := range j.Assigned {
+			if !slices.Contains(as[i].Assigned, id) {
+				as[i].Revoked = append(as[i].Revoked, id)
+			}
+		}
+	}
+	return as, withheld, nil
+}
+
+// target is the sticky balanced assignment: member i keeps up to its quota
+// of the tasks it owns (stateless ones are given away first, then the last
+// in topology order), and every other task goes, in topology order, to the
+// member below its quota with the most restored state of it, then the least
+// loaded, then the first. Quotas are n/k, plus one for the n%k members that
+// own the most tasks.
+func (s *stickyStrategy) target(cur []int, lag [][]float64) []int {
+	n, k := len(cur), len(lag)
+	owned := make([][]int, k)
+	for t, i := range cur {
+		if i >= 0 {
+			owned[i] = append(owned[i], t)
+		}
+	}
+	byLoad := make([]int, k)
+	for i := range byLoad {
+		byLoad[i] = i
+	}
+	slices.SortStableFunc(byLoad, func(a, b int) int { return len(owned[b]) - len(owned[a]) })
+	quota := make([]int, k)
+	for r, i := range byLoad {
+		quota[i] = n/k + b2i(r < n%k)
+	}
+	target := make([]int, n)
+	load := make([]int, k)
+	for t := range target {
+		target[t] = -1
+	}
+	for i, ts := range owned {
+		slices.SortStableFunc(ts, func(a, b int) int { return b2i(!s.e.tasks[a].Stateful) - b2i(!s.e.tasks[b].Stateful) })
+		for _, t := range ts[:min(len(ts), quota[i])] {
+			target[t] = i
+			load[i]++
+		}
+	}
+	for t := range target {
+		if target[t] >= 0 {
+			continue
+		}
+		best := -1
+		for i := range k {
+			if load[i] >= quota[i] {
+				continue
+			}
+			if best < 0 || warmer(lag[i][t], lag[best][t]) || lag[i][t] == lag[best][t] && load[i] < load[best] {
+				best = i
+			}
+		}
+		target[t] = best
+		load[best]++
+	}
+	return target
+}
+
+// warmer reports whether restore lag a (-1: no state) beats b.
+func warmer(a, b float64) bool {
+	switch {
+	case a < 0:
+		return false
+	case b < 0:
+		return true
+	}
+	return a < b
+}

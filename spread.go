@@ -1,0 +1,72 @@
+package learner
+
+// Per-subtopology spread. Kafka Streams names a task "<subtopology>_<partition>";
+// tasks of one subtopology do the same work on different partitions, so a
+// member holding many of one subtopology is a hot spot even when its task
+// count is balanced. When every task ID has that form and there are several
+// subtopologies, balancing moves each task from the subtopology where the
+// donor holds the most more than the receiver. It never adds moves: it only
+// chooses among the moves balancing makes anyway, so a balanced group stays put.
+
+// subtopologies numbers the subtopologies densely (in numeric order) when
+// every task ID has the form "<subtopology>_<partition>".
+func subtopologies(tasks []Task) ([]int32, int) {
+	sub := make([]int32, len(tasks))
+	var seen []bool // by subtopology number, which parseSubtopologyID bounds
+	for i, t := range tasks {
+		s, _, ok := parseSubtopologyID(t.ID)
+		if !ok || s >= 1<<16 {
+			return nil, 0
+		}
+		for len(seen) <= s {
+			seen = append(seen, false)
+		}
+		seen[s] = true
+		sub[i] = int32(s)
+	}
+	dense := make([]int32, len(seen))
+	n := 0
+	for s, ok := range seen {
+		if ok {
+			dense[s] = int32(n)
+			n++
+		}
+	}
+	for i := range sub {
+		sub[i] = dense[sub[i]]
+	}
+	return sub, n
+}
+
+// maxSpreadCells bounds the member x subtopology count matrix; above it
+// (say 10,000 members x 2,000 subtopologies) spread is off and balancing
+// falls back to topology order, to keep memory linear in practice.
+const maxSpreadCells = 1 << 24
+
+type spread struct {
+	on   bool
+	subs int     // number of subtopologies
+	cnt  []int32 // [member*subs + sub]: planned tasks of sub on member
+}
+
+// newSpread counts each staying member's planned tasks per subtopology.
+func (g *group) newSpread() spread {
+	if g.nSubs < 2 || len(g.load)*g.nSubs > maxSpreadCells {
+		return spread{}
+	}
+	sp := spread{on: true, subs: g.nSubs, cnt: make([]int32, len(g.load)*g.nSubs)}
+	for t := range g.owner {
+		if p := g.planned(int32(t)); p != none {
+			sp.cnt[int(p)*sp.subs+int(g.sub[t])]++
+		}
+	}
+	return sp
+}
+
+func (sp *spread) count(m, sub int32) int32 { return sp.cnt[int(m)*sp.subs+int(sub)] }
+
+// moved records that a task of sub moved from h to l.
+func (sp *spread) moved(sub, h, l int32) {
+	sp.cnt[int(h)*sp.subs+int(sub)]--
+	sp.cnt[int(l)*sp.subs+int(sub)]++
+}
