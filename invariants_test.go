@@ -52,7 +52,7 @@ import (
 //	              stateless tasks have none
 //	racks         where every staying member has a rack, a task's copies
 //	              (planned owner and standbys) are not all in one rack while
-//	              a member that could hold a standby is in another
+//	              a member in another rack has room for a standby
 //	budget        with MaxLearners = N, the group holds more than N
 //	              learners only if none of them is new
 //	band          each staying member's planned load within 0.5x-2x of its
@@ -205,13 +205,16 @@ type outputView struct {
 	// planned load shared by capacity), rounded outward to whole tasks:
 	// floor(expected/2) and ceil(2·expected).
 	load, bandLow, bandHigh []int64
-	owner                   []int   // -1: none
-	learner                 []int   // -1: none
-	standbys                [][]int // members
-	assigned                []map[int]bool
-	learning                []map[int]bool
-	standby                 []map[int]bool
-	learnedOK               []map[int]bool
+	// Per member: standbys held, and for staying members the share of all
+	// standbys: ceil(standbys · capacity / staying capacity).
+	nStandby, sbShare []int64
+	owner             []int   // -1: none
+	learner           []int   // -1: none
+	standbys          [][]int // members
+	assigned          []map[int]bool
+	learning          []map[int]bool
+	standby           []map[int]bool
+	learnedOK         []map[int]bool
 }
 
 // checkOutput returns every rule out broke for the input in.
@@ -334,10 +337,16 @@ func (c *checker) index(out []Assignment) *outputView {
 			capTotal += capacityOf(v.members[m])
 		}
 	}
-	o.bandLow, o.bandHigh = make([]int64, len(out)), make([]int64, len(out))
+	var standbys int64
+	for _, a := range out {
+		o.nStandby = append(o.nStandby, int64(len(a.Standby)))
+		standbys += int64(len(a.Standby))
+	}
+	o.bandLow, o.bandHigh, o.sbShare = make([]int64, len(out)), make([]int64, len(out)), make([]int64, len(out))
 	for m, mm := range v.members {
 		if scaled := total * capacityOf(mm); !mm.Leaving {
 			o.bandLow[m], o.bandHigh[m] = scaled/(2*capTotal), (2*scaled+capTotal-1)/capTotal
+			o.sbShare[m] = (standbys*capacityOf(mm) + capTotal - 1) / capTotal
 		}
 	}
 	for m, a := range out {
@@ -505,10 +514,10 @@ func (c *checker) orphanRules(t, owner int) {
 
 // racks checks issue 4's rack rule where every staying member has a rack:
 // a task's copies (its planned owner, the learner if there is one, else the
-// owner, and its standbys) are never all in one rack while a member that
-// could hold a standby sits in another rack: eligible and below 2x its
-// expected load, the design's limit. (Spreading over more than two racks
-// is "where possible" and not checked.)
+// owner, and its standbys) are never all in one rack while a member in
+// another rack has room: eligible and below its share of all standbys,
+// ceil(standbys · capacity / staying capacity), the README's limit.
+// (Spreading over more than two racks is "where possible", not checked.)
 func (c *checker) racks(t int, o *outputView) {
 	v := c.in
 	planned := o.owner[t]
@@ -530,9 +539,9 @@ func (c *checker) racks(t int, o *outputView) {
 		}
 	}
 	for m, mm := range v.members {
-		if !mm.Leaving && m != o.owner[t] && m != o.learner[t] && mm.Rack != rack && o.load[m] < o.bandHigh[m] {
-			c.add("racks", mm.ID, v.tasks[t].ID, "every copy in rack %s while %s in rack %s could hold one (planned load %d, 2x expected %d)",
-				rack, mm.ID, mm.Rack, o.load[m], o.bandHigh[m])
+		if !mm.Leaving && m != o.owner[t] && m != o.learner[t] && mm.Rack != rack && o.nStandby[m] < o.sbShare[m] {
+			c.add("racks", mm.ID, v.tasks[t].ID, "every copy in rack %s while %s in rack %s has room (%d standbys, share %d)",
+				rack, mm.ID, mm.Rack, o.nStandby[m], o.sbShare[m])
 			return
 		}
 	}
@@ -645,10 +654,13 @@ func (c *checker) band(out []Assignment, o *outputView) {
 const minBandExpected = 2
 
 // bandApplies says where the 0.5x-2x band is a promise Assign can keep:
-//   - no learner budget (a budget balances over several rebalances by design);
-//   - no learners in the input (kept learners pin load Assign may not move);
-//   - no orphan with local state somewhere (it goes to that member at once,
-//     whatever its load, and is not moved again this round);
+//   - the output has no learners (a balanced stage): while a task is being
+//     learned its owner may not hold a standby of it and its learner is
+//     not yet its owner, so during a hand-over of most of one member's
+//     tasks no placement keeps every member in the band;
+//   - Assign was free to balance (freeToBalance): promotions, orphans
+//     given to their learner or to a member with their state, and
+//     hand-overs are not moved again in the same call;
 //   - all staying members of equal capacity, or no standbys (with unequal
 //     capacities the standbys of a big member's tasks can only go to small
 //     ones);
@@ -661,18 +673,8 @@ const minBandExpected = 2
 //
 // The band itself is rounded outward to whole tasks (see outputView).
 func bandApplies(v *inputView, out []Assignment) bool {
-	if v.opts.MaxLearners > 0 || v.staying < v.opts.Standbys+2 {
+	if hasLearners(out) || !freeToBalance(v) || v.staying < v.opts.Standbys+2 {
 		return false
-	}
-	for _, m := range v.members {
-		if len(m.Learning) > 0 {
-			return false
-		}
-	}
-	for t, o := range v.owner {
-		if o < 0 && len(v.warm[t]) > 0 {
-			return false
-		}
 	}
 	var total, capTotal, minCap, maxCap int64
 	for m, mm := range v.members {
