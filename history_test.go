@@ -247,8 +247,8 @@ func convergenceBound(k, budget, learners int, clean bool) int {
 
 // settle runs rebalances without membership changes until the fixed point
 // and checks that it took at most convergenceBound rebalances (and gives
-// up on a livelock long after it).
-func (s *simGroup) settle(clean bool) int {
+// up on a livelock long after it). It returns the rebalances and the bound.
+func (s *simGroup) settle(clean bool) (took, bound int) {
 	learners := 0
 	limit := 10 * (len(s.tasks) + 2) * s.k // any bound: stop a livelock
 	for n := 1; ; n++ {
@@ -261,7 +261,7 @@ func (s *simGroup) settle(clean bool) int {
 				s.fail([]string{"convergence"}, "round %d: fixed point after %d quiet rebalances, bound %d (k %d, budget %d, %d learners placed)",
 					s.round, n, bound, s.k, s.opts.MaxLearners, learners)
 			}
-			return n
+			return n, bound
 		}
 		if n >= limit {
 			s.fail([]string{"convergence"}, "round %d: no fixed point after %d quiet rebalances (bound %d, k %d, budget %d, %d learners placed)",
@@ -340,14 +340,19 @@ func newSimGroup(r *rand.Rand, features bool) (*simGroup, error) {
 	return s, nil
 }
 
-// quietStats records, per k and kind of quiet spell, the most rebalances a
-// spell needed to reach its fixed point.
-type quietStats map[[2]int]int // {k, clean 0/1} -> rebalances
+// quietStats records how long quiet spells took to reach their fixed point.
+type quietStats struct {
+	most        map[[2]int]int // without a budget: {k, clean 0/1} -> most rebalances
+	budgetSlack int            // with a budget: the least bound - rebalances seen
+	budgeted    int            // quiet spells with a budget
+}
+
+func newQuietStats() *quietStats { return &quietStats{most: map[[2]int]int{}, budgetSlack: 1 << 30} }
 
 // run drives s for at least rounds rebalances: bursts of membership changes,
 // each followed by a quiet spell that must reach the fixed point within
 // convergenceBound. It returns the first failure, or nil.
-func (s *simGroup) run(rounds int, stats quietStats) (failure *historyFailure) {
+func (s *simGroup) run(rounds int, stats *quietStats) (failure *historyFailure) {
 	defer func() {
 		if r := recover(); r != nil {
 			f, ok := r.(historyFailure)
@@ -377,15 +382,17 @@ func (s *simGroup) run(rounds int, stats quietStats) (failure *historyFailure) {
 		} else if !slices.ContainsFunc(s.members, func(m *simMember) bool { return !m.leaving }) {
 			s.join()
 		}
-		took := s.settle(clean)
+		took, bound := s.settle(clean)
 		if s.opts.MaxLearners > 0 {
+			stats.budgeted++
+			stats.budgetSlack = min(stats.budgetSlack, bound-took)
 			continue
 		}
 		key := [2]int{s.k, 0}
 		if clean {
 			key[1] = 1
 		}
-		stats[key] = max(stats[key], took)
+		stats.most[key] = max(stats.most[key], took)
 	}
 	return nil
 }
@@ -397,7 +404,7 @@ func TestHistoryChaosAndConvergence(t *testing.T) {
 	seed := baseSeed(t)
 	n := runs(200, 5000)
 	t.Logf("seed %d, %d histories", seed, n)
-	stats := quietStats{}
+	stats := newQuietStats()
 	rounds := 0
 	for i := range n {
 		s, err := newSimGroup(rand.New(rand.NewPCG(seed+uint64(i), 3)), i%2 == 1)
@@ -412,7 +419,8 @@ func TestHistoryChaosAndConvergence(t *testing.T) {
 	}
 	t.Logf("%d rebalances; most rebalances to the fixed point without a learner budget (clean start; after chaos):", rounds)
 	for k := 1; k <= 4; k++ {
-		t.Logf("  k=%d: %d (bound %d); %d (bound %d)", k, stats[[2]int{k, 1}], convergenceBound(k, 0, 1, true),
-			stats[[2]int{k, 0}], convergenceBound(k, 0, 1, false))
+		t.Logf("  k=%d: %d (bound %d); %d (bound %d)", k, stats.most[[2]int{k, 1}], convergenceBound(k, 0, 1, true),
+			stats.most[[2]int{k, 0}], convergenceBound(k, 0, 1, false))
 	}
+	t.Logf("with a learner budget: %d quiet spells, the closest to its bound ended %d rebalances before it", stats.budgeted, stats.budgetSlack)
 }

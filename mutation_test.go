@@ -268,7 +268,7 @@ func catchInHistories(m mutation, seed uint64, n int) (rule, where string) {
 		}
 		a, _ := New(s.tasks, s.opts)
 		s.assign, s.quick = m.wrap(a), true
-		f := s.run(300, quietStats{})
+		f := s.run(300, newQuietStats())
 		if f == nil {
 			continue
 		}
