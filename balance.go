@@ -159,8 +159,6 @@ func (g *group) balance() {
 	if g.staying < 2 {
 		return
 	}
-	g.spread = g.newSpread()
-	g.buildSheddable()
 	donors := newMemberHeap(len(g.load), g.heavier)
 	recv := newMemberHeap(len(g.load), g.lighter)
 	for m := range g.load {
@@ -169,6 +167,11 @@ func (g *group) balance() {
 			recv.push(int32(m))
 		}
 	}
+	if !g.worthMoving(donors.top(), recv.top()) {
+		return // balanced already: skip the per-task work below
+	}
+	g.spread = g.newSpread()
+	g.buildSheddable()
 	for {
 		h, l := donors.top(), recv.top()
 		if h == none || h == l || !g.worthMoving(h, l) {
@@ -179,17 +182,15 @@ func (g *group) balance() {
 			donors.remove(h)
 			continue
 		}
-		// Both keys change at once, and a heap can only restore one
-		// misplaced element at a time: take both out and put them back.
-		for _, hp := range [2]*memberHeap{donors, recv} {
-			hp.remove(h)
-			hp.remove(l)
-		}
+		// A heap restores one changed key at a time, and move changes two:
+		// re-sift h while l still has its old load, then l.
 		g.move(t, l)
-		for _, hp := range [2]*memberHeap{donors, recv} {
-			hp.push(h)
-			hp.push(l)
-		}
+		g.load[l]--
+		donors.fix(h)
+		recv.fix(h)
+		g.load[l]++
+		donors.fix(l)
+		recv.fix(l)
 	}
 }
 

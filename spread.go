@@ -47,6 +47,8 @@ type spread struct {
 	on   bool
 	subs int     // number of subtopologies
 	cnt  []int32 // [member*subs + sub]: planned tasks of sub on member
+	max  []int32 // per member: an upper bound of its counts, to stop scans early
+	last []int32 // per member: the subtopology it received last, none at first
 }
 
 // newSpread counts each staying member's planned tasks per subtopology.
@@ -54,10 +56,16 @@ func (g *group) newSpread() spread {
 	if g.nSubs < 2 || len(g.load)*g.nSubs > maxSpreadCells {
 		return spread{}
 	}
-	sp := spread{on: true, subs: g.nSubs, cnt: make([]int32, len(g.load)*g.nSubs)}
+	sp := spread{on: true, subs: g.nSubs, cnt: make([]int32, len(g.load)*g.nSubs), max: make([]int32, len(g.load)),
+		last: make([]int32, len(g.load))}
+	for m := range sp.last {
+		sp.last[m] = none
+	}
 	for t := range g.owner {
 		if p := g.planned(int32(t)); p != none {
-			sp.cnt[int(p)*sp.subs+int(g.sub[t])]++
+			i := int(p)*sp.subs + int(g.sub[t])
+			sp.cnt[i]++
+			sp.max[p] = max(sp.max[p], sp.cnt[i])
 		}
 	}
 	return sp
@@ -68,5 +76,8 @@ func (sp *spread) count(m, sub int32) int32 { return sp.cnt[int(m)*sp.subs+int(s
 // moved records that a task of sub moved from h to l.
 func (sp *spread) moved(sub, h, l int32) {
 	sp.cnt[int(h)*sp.subs+int(sub)]--
-	sp.cnt[int(l)*sp.subs+int(sub)]++
+	i := int(l)*sp.subs + int(sub)
+	sp.cnt[i]++
+	sp.max[l] = max(sp.max[l], sp.cnt[i])
+	sp.last[l] = sub
 }

@@ -5,62 +5,51 @@ import "slices"
 // placeStandbys gives each stateful task Options.Standbys standby replicas on
 // staying members other than its owner and learner (rule 10).
 //
-// Existing standbys are kept first, so a stable group keeps its warm copies,
-// but each member keeps at most its share of all standbys (by capacity): a
-// member that joined then receives its share instead of starting empty.
-// The missing replicas go to the member with the smallest total load
-// (planned active plus standby, per unit of capacity) that is still below
-// its share, preferring racks that hold no copy of the task yet. Because
-// fills respect the same share that keeping does, a group whose standbys
-// were just placed keeps them all at the next rebalance: a fixed point.
+// Each staying member has a quota of standbys: its share of all of them by
+// capacity, rounded so that the quotas add up to the total (largest
+// remainders first, then ID order). Placement runs in four steps:
 //
-// With racks, the copies of a task (its planned owner and its standbys) are
-// spread over as many racks as members allow: a kept standby in the rack of
-// the planned owner or of another copy is given up when a rack without a
-// copy has a member with room. The planned owner is the learner when there
-// is one, so promoting a learner never leaves all copies in one rack.
+//  1. keep every reported standby that is still valid (a stable group keeps
+//     its warm copies);
+//  2. fill the missing ones, each on the lightest member below its quota
+//     (total load per unit of capacity), preferring racks without a copy of
+//     the task;
+//  3. move standbys from members above their quota to members below it;
+//  4. move a standby that shares a rack with another copy of its task to a
+//     member below its quota in a rack without one.
+//
+// Steps 3 and 4 repeat until neither applies. Whether they apply depends
+// only on the placement itself, so reporting the result back keeps
+// everything (step 1), fills nothing and repairs nothing: a fixed point,
+// with no standby churn between rebalances.
 func (g *group) placeStandbys() {
-	k := g.opts.Standbys
-	if k == 0 || g.staying == 0 {
+	if g.opts.Standbys == 0 || g.staying == 0 {
 		return
 	}
-	p := g.newStandbyPlan(k)
-	nt := int32(len(g.tasks))
-	for t := range nt {
-		for i := g.warm.start[t]; i < g.warm.start[t+1]; i++ {
-			if m := g.warm.items[i]; g.warmIsSb[i] && p.have[t] < p.want[t] && p.canKeep(t, m) {
-				p.add(t, m)
-			}
-		}
+	p := g.newStandbyPlan(g.opts.Standbys)
+	p.keepReported()
+	p.fill()
+	for p.repairQuotas() || p.spreadRacks() {
 	}
-	for t := range nt {
-		for p.have[t] < p.want[t] {
-			m := p.pick(t)
-			if m == none {
-				break
-			}
-			p.add(t, m)
-		}
-	}
-	p.repair()
 }
 
-// standbyPlan is the state of placeStandbys.
+// standbyPlan is the state of placeStandbys. Task t's standbys are
+// sbItems[sbStart[t] : sbStart[t]+have[t]] (group fields, read by output).
 type standbyPlan struct {
 	*group
 	want, have []int32 // per task
-	share      []int32 // per member: its share of all standbys
+	quota      []int32 // per member
 	rackOf     []int32 // per member: rack group (racks, then one for "no rack")
-	heaps      []*memberHeap
-	room       []int32 // per rack group: members below their share
-	used       []bool  // per rack group, for the task being placed
+	groups     int
+	used       []bool // per rack group, for the task at hand
 	skipped    []int32
 }
 
 func (g *group) newStandbyPlan(k int) *standbyPlan {
 	nt, n := len(g.tasks), len(g.load)
-	p := &standbyPlan{group: g, want: make([]int32, nt), have: make([]int32, nt), share: make([]int32, n),
-		rackOf: make([]int32, n)}
+	p := &standbyPlan{group: g, want: make([]int32, nt), have: make([]int32, nt), quota: make([]int32, n),
+		rackOf: make([]int32, n), groups: g.nRacks + 1}
+	p.used = make([]bool, p.groups)
 	g.sbCount = make([]int32, n)
 	g.sbStart = make([]int32, nt+1)
 	var total int64
@@ -82,30 +71,84 @@ func (g *group) newStandbyPlan(k int) *standbyPlan {
 	}
 	g.sbItems = make([]int32, g.sbStart[nt])
 	g.sbHave = p.have
-
-	groups := g.nRacks + 1 // the last group holds members without a rack
-	p.heaps = make([]*memberHeap, groups)
-	p.room = make([]int32, groups)
-	p.used = make([]bool, groups)
-	for r := range p.heaps {
-		p.heaps[r] = newMemberHeap(n, g.lighterTotal)
-	}
 	for m := range int32(n) {
 		p.rackOf[m] = g.rack[m]
 		if p.rackOf[m] == none {
-			p.rackOf[m] = int32(g.nRacks)
-		}
-		if g.leaving[m] {
-			continue
-		}
-		// ceil(total · cap / capTotal)
-		p.share[m] = int32((total*g.capacity[m] + g.capTotal - 1) / g.capTotal)
-		if p.share[m] > 0 {
-			p.heaps[p.rackOf[m]].push(m)
-			p.room[p.rackOf[m]]++
+			p.rackOf[m] = int32(g.nRacks) // the group of members without a rack
 		}
 	}
+	p.setQuotas(total)
 	return p
+}
+
+// setQuotas splits total standbys over the staying members by capacity:
+// floor(total·cap/capTotal) each, and one more for the members with the
+// largest remainders (ties in ID order), so the quotas add up to total.
+func (p *standbyPlan) setQuotas(total int64) {
+	var staying []int32
+	rem := make([]int64, len(p.quota))
+	left := total
+	for m := range int32(len(p.quota)) {
+		if p.leaving[m] {
+			continue
+		}
+		share := total * p.capacity[m]
+		p.quota[m] = int32(share / p.capTotal)
+		rem[m] = share % p.capTotal
+		left -= int64(p.quota[m])
+		staying = append(staying, m)
+	}
+	slices.SortStableFunc(staying, func(a, b int32) int { return cmpInt64(rem[b], rem[a]) })
+	for _, m := range staying[:left] {
+		p.quota[m]++
+	}
+}
+
+// keepReported keeps each valid reported standby (first reporters by ID
+// when more than Standbys report one task).
+func (p *standbyPlan) keepReported() {
+	for t := range int32(len(p.tasks)) {
+		for i := p.warm.start[t]; i < p.warm.start[t+1]; i++ {
+			if m := p.warm.items[i]; p.warmIsSb[i] && p.have[t] < p.want[t] && p.canHold(t, m) {
+				p.add(t, m)
+			}
+		}
+	}
+}
+
+// fill places the missing standbys, lightest member below its quota first,
+// in a rack without a copy of the task where one has such a member.
+func (p *standbyPlan) fill() {
+	heaps := p.underQuota()
+	for t := range int32(len(p.tasks)) {
+		for p.have[t] < p.want[t] {
+			m := p.pick(heaps, t)
+			if m == none {
+				break // every staying member owns, learns or stands by t
+			}
+			p.add(t, m)
+			if r := p.rackOf[m]; p.sbCount[m] >= p.quota[m] {
+				heaps[r].remove(m)
+			} else {
+				heaps[r].fix(m)
+			}
+		}
+	}
+}
+
+// underQuota returns, per rack group, a heap of the staying members below
+// their quota, lightest first.
+func (p *standbyPlan) underQuota() []*memberHeap {
+	heaps := make([]*memberHeap, p.groups)
+	for r := range heaps {
+		heaps[r] = newMemberHeap(len(p.load), p.lighterTotal)
+	}
+	for m := range int32(len(p.load)) {
+		if !p.leaving[m] && p.sbCount[m] < p.quota[m] {
+			heaps[p.rackOf[m]].push(m)
+		}
+	}
+	return heaps
 }
 
 // lighterTotal orders members by total load (planned active plus standby)
@@ -119,73 +162,15 @@ func (g *group) lighterTotal(a, b int32) bool {
 	return a < b
 }
 
-// markUsed records in p.used the rack groups that hold a copy of t.
-func (p *standbyPlan) markUsed(t int32) {
-	clear(p.used)
-	if o := p.planned(t); o != none {
-		p.used[p.rackOf[o]] = true
-	}
-	for _, s := range p.standbysOf(t) {
-		p.used[p.rackOf[s]] = true
-	}
-}
-
-func (g *group) standbysOf(t int32) []int32 {
-	return g.sbItems[g.sbStart[t] : g.sbStart[t]+g.sbHave[t]]
-}
-
-// canHold reports whether staying member m may hold a standby of t.
-func (p *standbyPlan) canHold(t, m int32) bool {
-	if p.leaving[m] || m == p.owner[t] || m == p.learner[t] {
-		return false
-	}
-	return !slices.Contains(p.sbItems[p.sbStart[t]:p.sbStart[t]+p.have[t]], m)
-}
-
-// canKeep reports whether m's reported standby of t stays: m may hold it,
-// is below its share, and does not double up a rack while a rack without a
-// copy of t has room.
-func (p *standbyPlan) canKeep(t, m int32) bool {
-	if !p.canHold(t, m) || p.sbCount[m] >= p.share[m] {
-		return false
-	}
-	if p.nRacks == 0 {
-		return true
-	}
-	p.markUsed(t)
-	if !p.used[p.rackOf[m]] {
-		return true
-	}
-	for r, used := range p.used {
-		if !used && p.room[r] > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func (p *standbyPlan) add(t, m int32) {
-	p.sbItems[p.sbStart[t]+p.have[t]] = m
-	p.have[t]++
-	p.sbCount[m]++
-	r := p.rackOf[m]
-	if p.sbCount[m] == p.share[m] {
-		p.heaps[r].remove(m)
-		p.room[r]--
-	} else {
-		p.heaps[r].fix(m)
-	}
-}
-
 // pick chooses the member for t's next standby: the lightest member below
-// its share in a rack without a copy of t, else the lightest below its
-// share anywhere, else (rarely: everyone with room owns or learns t) the
-// lightest member that may hold it at all.
-func (p *standbyPlan) pick(t int32) int32 {
-	p.markUsed(t)
+// its quota in a rack without a copy of t, else the lightest below its
+// quota anywhere, else (rarely: everyone with room owns, learns or stands
+// by t) the lightest member that may hold t at all.
+func (p *standbyPlan) pick(heaps []*memberHeap, t int32) int32 {
+	p.markUsed(t, none)
 	best := int32(none)
 	for pass := range 2 {
-		for r, h := range p.heaps {
+		for r, h := range heaps {
 			if pass == 0 && p.used[r] {
 				continue
 			}
@@ -197,17 +182,6 @@ func (p *standbyPlan) pick(t int32) int32 {
 			return best
 		}
 	}
-	// Last resort. Members that already hold t's state come first, so the
-	// next rebalance, whose keep pass refuses this overshoot, falls back to
-	// the same member: the placement stays a fixed point.
-	for i := p.warm.start[t]; i < p.warm.start[t+1]; i++ {
-		if m := p.warm.items[i]; p.warmIsSb[i] && p.canHold(t, m) && (best == none || p.lighterTotal(m, best)) {
-			best = m
-		}
-	}
-	if best != none {
-		return best
-	}
 	for m := range int32(len(p.load)) {
 		if p.canHold(t, m) && (best == none || p.lighterTotal(m, best)) {
 			best = m
@@ -217,8 +191,8 @@ func (p *standbyPlan) pick(t int32) int32 {
 }
 
 // topHolder returns the lightest member of h that may hold t, leaving h as
-// it was. Only members that own or learn t (or already stand by it) are
-// skipped, so this looks at most Standbys+2 members past the top.
+// it was. Only members that own or learn t or already stand by it are
+// skipped, so it looks at most Standbys+2 members past the top.
 func (p *standbyPlan) topHolder(h *memberHeap, t int32) int32 {
 	m := int32(none)
 	for h.len() > 0 {
@@ -237,78 +211,162 @@ func (p *standbyPlan) topHolder(h *memberHeap, t int32) int32 {
 	return m
 }
 
-// repair fixes the two ways the greedy passes can miss their bounds, both
-// rare and both by a few standbys, so it scans plainly:
-//   - pick's last resort put a member above its share: it hands standbys to
-//     members below their share that may hold them;
-//   - a member that owns the tasks everyone else keeps standbys of ends
-//     below half its expected total: it takes standbys from the heaviest
-//     members holding ones it may hold.
-func (p *standbyPlan) repair() {
-	for d := range int32(len(p.sbCount)) {
-		for t := range int32(len(p.tasks)) {
-			if p.sbCount[d] <= p.share[d] {
-				break
-			}
-			if slices.Contains(p.standbysOf(t), d) {
-				for u := range int32(len(p.sbCount)) {
-					if p.sbCount[u] < p.share[u] && p.canHold(t, u) {
-						p.moveStandby(t, d, u)
-						break
-					}
-				}
+// repairQuotas moves standbys from members above their quota to members
+// below it that may hold them, without losing a rack, and reports whether
+// it moved any. Keeping every reported standby leaves the old members of a
+// group above their quota when members join; this hands the newcomers their
+// share. Each giver's standbys are listed once and consumed in order, so the
+// work is linear in the standbys plus the moves.
+func (p *standbyPlan) repairQuotas() bool {
+	var givers []int32
+	for m := range int32(len(p.load)) {
+		if p.sbCount[m] > p.quota[m] {
+			givers = append(givers, m)
+		}
+	}
+	if len(givers) == 0 {
+		return false
+	}
+	lists := make(map[int32][]int32, len(givers)) // giver -> its standbys; moved ones become none
+	for t := range int32(len(p.tasks)) {
+		for _, d := range p.standbysOf(t) {
+			if p.sbCount[d] > p.quota[d] {
+				lists[d] = append(lists[d], t)
 			}
 		}
 	}
-	var total int64 // all planned active and standby load of staying members
-	for m := range p.load {
-		if !p.leaving[m] {
-			total += int64(p.load[m] + p.sbCount[m])
-		}
-	}
+	moved := false
 	for u := range int32(len(p.load)) {
-		for !p.leaving[u] && 2*int64(p.load[u]+p.sbCount[u])*p.capTotal < total*p.capacity[u] {
-			bt, bd := int32(none), int32(none)
-			for t := range int32(len(p.tasks)) {
-				if !p.canHold(t, u) {
-					continue
-				}
-				for _, d := range p.standbysOf(t) {
-					if (bd == none || p.lighterTotal(bd, d)) && p.keepsRacks(t, d, u) {
-						bt, bd = t, d
-					}
-				}
-			}
-			if bd == none || !p.worthMovingTotal(bd, u) {
+		for _, d := range givers {
+			if p.leaving[u] || p.sbCount[u] >= p.quota[u] {
 				break
 			}
-			p.moveStandby(bt, bd, u)
+			list := lists[d]
+			for i := 0; i < len(list) && p.sbCount[d] > p.quota[d] && p.sbCount[u] < p.quota[u]; i++ {
+				if t := list[i]; t != none && p.canHold(t, u) && p.keepsRacks(t, d, u) {
+					p.moveStandby(t, d, u)
+					list[i] = none
+					moved = true
+				}
+			}
+			lists[d] = slices.DeleteFunc(list, func(t int32) bool { return t == none })
 		}
 	}
+	return moved
 }
 
-// worthMovingTotal reports whether moving one standby from d to u narrows
-// the gap between their totals (the balance criterion of balance.go).
-func (p *standbyPlan) worthMovingTotal(d, u int32) bool {
-	return (2*int64(p.load[d]+p.sbCount[d])-1)*p.capacity[u] > (2*int64(p.load[u]+p.sbCount[u])+1)*p.capacity[d]
+// spreadRacks moves each standby that shares a rack with another copy of
+// its task to the lightest member below its quota in a rack without a copy,
+// and reports whether it moved any.
+func (p *standbyPlan) spreadRacks() bool {
+	if p.nRacks == 0 {
+		return false
+	}
+	heaps := p.underQuota()
+	moved := false
+	for t := range int32(len(p.tasks)) {
+		for slot := int32(0); slot < p.have[t]; slot++ {
+			d := p.sbItems[p.sbStart[t]+slot]
+			if !p.sharesRack(t, d) {
+				continue
+			}
+			p.markUsed(t, none)
+			u := int32(none)
+			for r, h := range heaps {
+				if m := p.topHolder(h, t); !p.used[r] && m != none && (u == none || p.lighterTotal(m, u)) {
+					u = m
+				}
+			}
+			if u == none {
+				// Nobody in another rack has room: trade with a standby
+				// there that d may hold instead.
+				moved = p.swapForRack(t, d) || moved
+				continue
+			}
+			p.moveStandby(t, d, u)
+			moved = true
+			for _, m := range [2]int32{d, u} {
+				h := heaps[p.rackOf[m]]
+				h.remove(m)
+				if p.sbCount[m] < p.quota[m] {
+					h.push(m)
+				}
+			}
+		}
+	}
+	return moved
+}
+
+// swapForRack looks for a standby (t2, e) with e in a rack without a copy of
+// t, such that d may hold t2 and t2 keeps its racks, and swaps the two
+// holders: quotas stay met and one shared rack fewer remains. It scans
+// every standby, which is fine because shared racks outlive at most one
+// rebalance after the racks or the owners change.
+func (p *standbyPlan) swapForRack(t, d int32) bool {
+	for t2 := range int32(len(p.tasks)) {
+		if t2 == t {
+			continue
+		}
+		for _, e := range p.standbysOf(t2) {
+			p.markUsed(t, d)
+			if p.used[p.rackOf[e]] || !p.canHold(t, e) || !p.canHold(t2, d) || !p.keepsRacks(t2, e, d) {
+				continue
+			}
+			p.moveStandby(t, d, e)
+			p.moveStandby(t2, e, d)
+			return true
+		}
+	}
+	return false
+}
+
+// sharesRack reports whether standby holder d of t is in the rack of
+// another copy of t (its planned owner or another standby).
+func (p *standbyPlan) sharesRack(t, d int32) bool {
+	p.markUsed(t, d)
+	return p.used[p.rackOf[d]]
+}
+
+// markUsed records in p.used the rack groups holding a copy of t, leaving
+// out member skip.
+func (p *standbyPlan) markUsed(t, skip int32) {
+	clear(p.used)
+	if o := p.planned(t); o != none && o != skip {
+		p.used[p.rackOf[o]] = true
+	}
+	for _, s := range p.standbysOf(t) {
+		if s != skip {
+			p.used[p.rackOf[s]] = true
+		}
+	}
 }
 
 // keepsRacks reports whether moving t's standby from d to u keeps t's
-// copies in as many racks: rack spread comes before the load band.
+// copies in as many racks.
 func (p *standbyPlan) keepsRacks(t, d, u int32) bool {
 	if p.nRacks == 0 || p.rackOf[d] == p.rackOf[u] {
 		return true
 	}
-	dShared, uUsed := false, false
-	copies := append([]int32{p.planned(t)}, p.standbysOf(t)...)
-	for _, c := range copies {
-		if c == d || c == none {
-			continue
-		}
-		dShared = dShared || p.rackOf[c] == p.rackOf[d]
-		uUsed = uUsed || p.rackOf[c] == p.rackOf[u]
+	p.markUsed(t, d)
+	return p.used[p.rackOf[d]] || !p.used[p.rackOf[u]]
+}
+
+func (g *group) standbysOf(t int32) []int32 {
+	return g.sbItems[g.sbStart[t] : g.sbStart[t]+g.sbHave[t]]
+}
+
+// canHold reports whether staying member m may hold a standby of t.
+func (p *standbyPlan) canHold(t, m int32) bool {
+	if p.leaving[m] || m == p.owner[t] || m == p.learner[t] {
+		return false
 	}
-	return dShared || !uUsed
+	return !slices.Contains(p.standbysOf(t), m)
+}
+
+func (p *standbyPlan) add(t, m int32) {
+	p.sbItems[p.sbStart[t]+p.have[t]] = m
+	p.have[t]++
+	p.sbCount[m]++
 }
 
 // moveStandby moves t's standby from member d to member u.

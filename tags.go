@@ -175,6 +175,7 @@ func (a *Assignor) ingest(in []MemberMetadata) (*group, error) {
 	}
 	warm := make([]warmEntry, 0, warmN)
 
+	var standby, learning []int32 // one member's, reused: no allocation per member
 	for r := range n {
 		pos := int(g.byRank[r])
 		m := &in[pos]
@@ -263,7 +264,7 @@ func (a *Assignor) ingest(in []MemberMetadata) (*group, error) {
 		slices.Sort(g.held.items[heldFrom:])
 		g.held.start[r+1] = int32(len(g.held.items))
 
-		var standby []int32
+		standby = standby[:0]
 		for _, id := range m.Standby {
 			t, err := mark(id, kindStandby)
 			if err != nil {
@@ -274,7 +275,7 @@ func (a *Assignor) ingest(in []MemberMetadata) (*group, error) {
 			}
 		}
 
-		var learning []int32
+		learning = learning[:0]
 		for _, id := range m.Learning {
 			t, err := mark(id, kindLearning)
 			if err != nil {
