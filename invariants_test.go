@@ -205,9 +205,8 @@ type outputView struct {
 	// planned load shared by capacity), rounded outward to whole tasks:
 	// floor(expected/2) and ceil(2·expected).
 	load, bandLow, bandHigh []int64
-	// Per member: standbys held, and for staying members the share of all
-	// standbys: ceil(standbys · capacity / staying capacity).
-	nStandby, sbShare []int64
+	// Per member: standbys held and standby quota (standbyQuotas).
+	nStandby, sbQuota []int64
 	owner             []int   // -1: none
 	learner           []int   // -1: none
 	standbys          [][]int // members
@@ -342,13 +341,13 @@ func (c *checker) index(out []Assignment) *outputView {
 		o.nStandby = append(o.nStandby, int64(len(a.Standby)))
 		standbys += int64(len(a.Standby))
 	}
-	o.bandLow, o.bandHigh, o.sbShare = make([]int64, len(out)), make([]int64, len(out)), make([]int64, len(out))
+	o.bandLow, o.bandHigh = make([]int64, len(out)), make([]int64, len(out))
 	for m, mm := range v.members {
 		if scaled := total * capacityOf(mm); !mm.Leaving {
 			o.bandLow[m], o.bandHigh[m] = scaled/(2*capTotal), (2*scaled+capTotal-1)/capTotal
-			o.sbShare[m] = (standbys*capacityOf(mm) + capTotal - 1) / capTotal
 		}
 	}
+	o.sbQuota = standbyQuotas(v.members, standbys)
 	for m, a := range out {
 		as, ls, ss := set(a.Assigned), set(a.Learning), set(a.Standby)
 		o.assigned = append(o.assigned, as)
@@ -515,9 +514,9 @@ func (c *checker) orphanRules(t, owner int) {
 // racks checks issue 4's rack rule where every staying member has a rack:
 // a task's copies (its planned owner, the learner if there is one, else the
 // owner, and its standbys) are never all in one rack while a member in
-// another rack has room: eligible and below its share of all standbys,
-// ceil(standbys · capacity / staying capacity), the README's limit.
-// (Spreading over more than two racks is "where possible", not checked.)
+// another rack has room: eligible and below its standby quota, the README's
+// limit. (Spreading over more than two racks is "where possible", not
+// checked.)
 func (c *checker) racks(t int, o *outputView) {
 	v := c.in
 	planned := o.owner[t]
@@ -539,12 +538,42 @@ func (c *checker) racks(t int, o *outputView) {
 		}
 	}
 	for m, mm := range v.members {
-		if !mm.Leaving && m != o.owner[t] && m != o.learner[t] && mm.Rack != rack && o.nStandby[m] < o.sbShare[m] {
-			c.add("racks", mm.ID, v.tasks[t].ID, "every copy in rack %s while %s in rack %s has room (%d standbys, share %d)",
-				rack, mm.ID, mm.Rack, o.nStandby[m], o.sbShare[m])
+		if !mm.Leaving && m != o.owner[t] && m != o.learner[t] && mm.Rack != rack && o.nStandby[m] < o.sbQuota[m] {
+			c.add("racks", mm.ID, v.tasks[t].ID, "every copy in rack %s while %s in rack %s has room (%d standbys, quota %d)",
+				rack, mm.ID, mm.Rack, o.nStandby[m], o.sbQuota[m])
 			return
 		}
 	}
+}
+
+// standbyQuotas returns each member's standby quota as the README defines
+// it: for staying members, their share of all standbys by capacity, rounded
+// so that the quotas add up to the total (largest remainders first, then ID
+// order); 0 for leaving members. members are in natural ID order.
+func standbyQuotas(members []MemberMetadata, standbys int64) []int64 {
+	quota := make([]int64, len(members))
+	var capTotal int64
+	var staying []int
+	for m, mm := range members {
+		if !mm.Leaving {
+			capTotal += capacityOf(mm)
+			staying = append(staying, m)
+		}
+	}
+	if capTotal == 0 {
+		return quota
+	}
+	left := standbys
+	for _, m := range staying {
+		quota[m] = standbys * capacityOf(members[m]) / capTotal
+		left -= quota[m]
+	}
+	rem := func(m int) int64 { return standbys * capacityOf(members[m]) % capTotal }
+	slices.SortStableFunc(staying, func(a, b int) int { return int(rem(b) - rem(a)) })
+	for _, m := range staying[:left] {
+		quota[m]++
+	}
+	return quota
 }
 
 // budget checks Options.MaxLearners.
