@@ -10,8 +10,9 @@ import (
 // checkOutput judges one Assign call from its input and output alone; it
 // knows nothing of how Assign works, so every test (golden scenarios,
 // generated groups, histories, fuzzing, mutations) shares one definition of
-// "correct". checkAssign adds what needs more calls: determinism,
-// permutation invariance and that the input is not mutated.
+// "correct". checkAssign adds the rules that need more calls to Assign:
+// determinism, permutation invariance, no mutation of the input, and that
+// a balanced stage is a fixed point.
 //
 // Every violation names a rule, the member and the task, so a failing test
 // says what broke. The rules (issue 2 and 3):
@@ -102,13 +103,19 @@ type inputView struct {
 	warm     [][]int           // members with a standby or a lag for each task
 }
 
-// Claim classes, best first last: the checker's copy of the owner rule.
-const (
-	claimRevokedLeavingT = 1 + iota
-	claimRevokedStayingT
-	claimAssignedLeavingT
-	claimAssignedStayingT
-)
+// claimClass ranks a member's claim on a task by the documented owner rule:
+// assigned beats revoked, then staying beats leaving. Higher wins; ties go
+// to the first member in natural ID order.
+func claimClass(assigned, leaving bool) int {
+	c := 1
+	if !leaving {
+		c++
+	}
+	if assigned {
+		c += 2
+	}
+	return c
+}
 
 func newInputView(tasks []Task, opts Options, in []MemberMetadata) *inputView {
 	v := &inputView{tasks: tasks, opts: opts, taskIdx: map[string]int{}}
@@ -139,13 +146,13 @@ func newInputView(tasks []Task, opts Options, in []MemberMetadata) *inputView {
 		for _, id := range mm.Assigned {
 			held[id] = true
 			if t, ok := v.taskIdx[id]; ok {
-				claim(t, m, pick(mm.Leaving, claimAssignedLeavingT, claimAssignedStayingT))
+				claim(t, m, claimClass(true, mm.Leaving))
 			}
 		}
 		for _, id := range mm.Revoked {
 			held[id] = true
 			if t, ok := v.taskIdx[id]; ok {
-				claim(t, m, pick(mm.Leaving, claimRevokedLeavingT, claimRevokedStayingT))
+				claim(t, m, claimClass(false, mm.Leaving))
 			}
 		}
 		v.held = append(v.held, held)
@@ -187,13 +194,6 @@ func newInputView(tasks []Task, opts Options, in []MemberMetadata) *inputView {
 	return v
 }
 
-func pick(leaving bool, ifLeaving, ifStaying int) int {
-	if leaving {
-		return ifLeaving
-	}
-	return ifStaying
-}
-
 // eligible reports whether member m may take on new work: staying members,
 // or anyone when nobody stays.
 func (v *inputView) eligible(m int) bool { return !v.members[m].Leaving || v.staying == 0 }
@@ -213,7 +213,7 @@ type outputView struct {
 	assigned          []map[int]bool
 	learning          []map[int]bool
 	standby           []map[int]bool
-	learnedOK         []map[int]bool
+	learned           []map[int]bool
 }
 
 // checkOutput returns every rule out broke for the input in.
@@ -353,7 +353,7 @@ func (c *checker) index(out []Assignment) *outputView {
 		o.assigned = append(o.assigned, as)
 		o.learning = append(o.learning, ls)
 		o.standby = append(o.standby, ss)
-		o.learnedOK = append(o.learnedOK, set(a.Learned))
+		o.learned = append(o.learned, set(a.Learned))
 		for t := range nt {
 			n := 0
 			for _, s := range []map[int]bool{as, ls, ss} {
@@ -407,11 +407,11 @@ func (c *checker) tasksRules(out []Assignment, o *outputView) {
 			}
 		}
 		c.learnerRules(t, o)
-		if learner >= 0 && owner >= 0 && !o.learnedOK[owner][t] {
+		if learner >= 0 && owner >= 0 && !o.learned[owner][t] {
 			c.add("one-learner", c.memberID(owner), id, "learned by %s but not tagged learned on its owner", c.memberID(learner))
 		}
 		for m := range out {
-			if o.learnedOK[m][t] && (m != owner || learner < 0) {
+			if o.learned[m][t] && (m != owner || learner < 0) {
 				c.add("one-learner", c.memberID(m), id, "tagged learned without being active there with a learner")
 			}
 		}

@@ -36,10 +36,11 @@ func baseSeed(t testing.TB) uint64 {
 		}
 		return n
 	}
-	return rand.Uint64() >> 1
+	return rand.Uint64()
 }
 
-// group is one generated rebalance: the topology, options and reports.
+// genGroup is one generated rebalance: the topology, the options and the
+// members' reports.
 type genGroup struct {
 	tasks   []Task
 	opts    Options
@@ -364,10 +365,10 @@ func joinViolations(vs []violation) string {
 	return s
 }
 
-// shrinkGroup returns a smaller group that still fails: members, tasks and
-// list entries are removed one at a time while fails stays true. It keeps
-// the group valid (a task removed from the topology is removed from every
-// list too).
+// shrinkGroup returns a smaller group that still fails: it keeps taking the
+// first one-step-smaller candidate (shrinkCandidates) that fails, within a
+// budget of calls. Groups stay valid: a task removed from the topology is
+// removed from every list too.
 func shrinkGroup(g genGroup, fails func(genGroup) bool) genGroup {
 	for budget := 5000; budget > 0; {
 		progress := false
