@@ -80,6 +80,7 @@ func New(tasks []Task, opts Options) (*Assignor, error) {
 		}
 		a.index.add(t.ID, int32(i))
 	}
+	a.index.seal()
 	a.sub, a.nSubs = subtopologies(a.tasks)
 	return a, nil
 }

@@ -13,6 +13,16 @@ func compareIDs(a, b string) int {
 }
 
 func naturalCompare(a, b string) int {
+	// Skip the common prefix (Kafka member IDs share a long one), backing up
+	// to the start of a digit run so that runs still compare as numbers.
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	for p > 0 && isDigit(a[p-1]) {
+		p--
+	}
+	a, b = a[p:], b[p:]
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
 		if isDigit(a[i]) && isDigit(b[j]) {

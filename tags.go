@@ -149,7 +149,6 @@ func (a *Assignor) ingest(in []MemberMetadata) (*group, error) {
 	g.owner = make([]int32, nt)
 	g.ownerClass = make([]uint8, nt)
 	g.learner = make([]int32, nt)
-	g.learnerKey = make([]learnerKey, nt)
 	g.fixed = make([]bool, nt)
 	for t := range g.owner {
 		g.owner[t], g.learner[t] = none, none
@@ -398,6 +397,9 @@ func (g *group) claim(t, rank int32, ifStaying, ifLeaving uint8) {
 // offerLearner records member rank as a learner of task t if it beats the
 // learner seen so far.
 func (g *group) offerLearner(t, rank int32, k learnerKey) {
+	if g.learnerKey == nil {
+		g.learnerKey = make([]learnerKey, len(g.tasks)) // only once someone learns
+	}
 	if g.learner[t] == none || k.better(g.learnerKey[t]) {
 		g.learner[t], g.learnerKey[t] = rank, k
 	}

@@ -22,6 +22,11 @@ type Task struct {
 type taskIndex struct {
 	byName map[string]int32 // IDs not of the numeric form
 	bySub  [][]int32        // [subtopology][partition] -> index, -1 for a hole
+	// base[sub] is the index of partition 0 when the subtopology's
+	// partitions are consecutive tasks (the usual layout), else -1: lookup
+	// then computes the index and never touches the row, which at a
+	// million tasks would be a cache miss per lookup.
+	base []int32
 }
 
 // maxTablePartition bounds the per-subtopology tables so that a topology
@@ -53,11 +58,33 @@ func (x *taskIndex) add(id string, i int32) {
 	x.bySub[sub] = row
 }
 
+// seal records the consecutive subtopologies once every task is added.
+func (x *taskIndex) seal() {
+	x.base = make([]int32, len(x.bySub))
+	for sub, row := range x.bySub {
+		x.base[sub] = none
+		if len(row) > 0 && row[0] >= 0 {
+			x.base[sub] = row[0]
+			for p, i := range row {
+				if i != row[0]+int32(p) {
+					x.base[sub] = none
+					break
+				}
+			}
+		}
+	}
+}
+
 // lookup returns the index of the task with the given ID, or -1.
 func (x *taskIndex) lookup(id string) int32 {
 	if sub, part, ok := parseSubtopologyID(id); ok && sub < len(x.bySub) {
-		if row := x.bySub[sub]; part < len(row) && row[part] >= 0 {
-			return row[part]
+		if row := x.bySub[sub]; part < len(row) {
+			if sub < len(x.base) && x.base[sub] >= 0 { // sealed and consecutive
+				return x.base[sub] + int32(part)
+			}
+			if row[part] >= 0 {
+				return row[part]
+			}
 		}
 	}
 	if i, ok := x.byName[id]; ok {

@@ -128,13 +128,10 @@ func (c *Codec) AppendMember(b []byte, m MemberMetadata) ([]byte, error) {
 	if b, err = appendID(b, "rack", m.Rack); err != nil {
 		return nil, where(err)
 	}
-	for _, l := range []struct {
-		name string
-		ids  []string
-	}{{"assigned", m.Assigned}, {"revoked", m.Revoked}, {"learning", m.Learning}, {"ready", m.Ready}, {"standby", m.Standby}} {
-		if b, _, err = c.appendTaskset(b, l.name, l.ids); err != nil {
-			return nil, where(err)
-		}
+	b, err = c.appendTasksets(b, namedList{"assigned", m.Assigned}, namedList{"revoked", m.Revoked},
+		namedList{"learning", m.Learning}, namedList{"ready", m.Ready}, namedList{"standby", m.Standby})
+	if err != nil {
+		return nil, where(err)
 	}
 	ids := make([]string, len(m.Lag))
 	lags := make(map[string]int64, len(m.Lag))
@@ -167,13 +164,10 @@ func (c *Codec) AppendAssignment(b []byte, as Assignment) ([]byte, error) {
 	if b, err = appendID(b, "member ID", as.MemberID); err != nil {
 		return nil, where(err)
 	}
-	for _, l := range []struct {
-		name string
-		ids  []string
-	}{{"assigned", as.Assigned}, {"revoked", as.Revoked}, {"learning", as.Learning}, {"learned", as.Learned}, {"standby", as.Standby}} {
-		if b, _, err = c.appendTaskset(b, l.name, l.ids); err != nil {
-			return nil, where(err)
-		}
+	b, err = c.appendTasksets(b, namedList{"assigned", as.Assigned}, namedList{"revoked", as.Revoked},
+		namedList{"learning", as.Learning}, namedList{"learned", as.Learned}, namedList{"standby", as.Standby})
+	if err != nil {
+		return nil, where(err)
 	}
 	return b, nil
 }
@@ -257,6 +251,22 @@ func appendID(b []byte, what, s string) ([]byte, error) {
 	}
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...), nil
+}
+
+// namedList is a task list and its name for errors.
+type namedList struct {
+	name string
+	ids  []string
+}
+
+func (c *Codec) appendTasksets(b []byte, lists ...namedList) ([]byte, error) {
+	for _, l := range lists {
+		var err error
+		if b, _, err = c.appendTaskset(b, l.name, l.ids); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // appendTaskset appends one task list and returns the order the decoder

@@ -432,3 +432,23 @@ func memberFromRecipe(c *Codec, data []byte) MemberMetadata {
 	}
 	return m
 }
+
+func ExampleCodec() {
+	a, err := New([]Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}, {ID: "T3"}}, Options{})
+	if err != nil {
+		panic(err)
+	}
+	c := NewCodec(a) // build once: every member of the group uses the same tasks
+	join, err := c.AppendMember(nil, MemberMetadata{ID: "S4", Learning: []string{"T1"}, Ready: []string{"T1"}, Standby: []string{"T2"}})
+	if err != nil {
+		panic(err)
+	}
+	m, err := c.DecodeMember(join)
+	fmt.Println(len(join), "bytes:", FormatMember(m), err)
+
+	_, err = c.DecodeMember(join[:12])
+	fmt.Println(errors.Is(err, ErrWireFormat), err)
+	// Output:
+	// 25 bytes: S4(assigned: [], revoked: [], learning: [T1], ready: [T1], standby: [T2]) <nil>
+	// true learner: decode member metadata: byte 10: ID length: declared 2, but only 1 bytes remain: malformed wire format
+}

@@ -1,0 +1,249 @@
+package kgolearner
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/learnerassignor/learner"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// leader is the balancer's logic on the member that leads the group.
+type leader struct{ b *Balancer }
+
+// Balance implements kgo.ConsumerBalancerBalance. kgo calls it through
+// ConsumerBalancer.BalanceOrError, which returns the error set here.
+func (l leader) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
+	plan, err := l.b.plan(cb, topics)
+	if err != nil {
+		cb.SetError(err)
+		return nil
+	}
+	return plan
+}
+
+// syncPlan is the leader's answer, one entry per member, sorted by member ID.
+type syncPlan []kmsg.SyncGroupRequestGroupAssignment
+
+func (p syncPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment { return p }
+
+// plan decodes every member, assigns, withholds what another member still
+// owns, and encodes each member's partitions and tags.
+func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (syncPlan, error) {
+	for i, s := range b.topo.subs {
+		for _, topic := range s.Topics {
+			n, ok := topics[topic]
+			if !ok {
+				return nil, fmt.Errorf("kgolearner: topic %q of subtopology %d is not in the cluster's metadata", topic, i)
+			}
+			if n != s.Partitions {
+				return nil, fmt.Errorf("kgolearner: topic %q of subtopology %d has %d partitions in the cluster, the topology declares %d",
+					topic, i, n, s.Partitions)
+			}
+		}
+	}
+
+	// Per-task state lives in slices indexed by task rather than maps: a
+	// rebalance of 100,000 tasks touches every task a few times, and map
+	// hashing dominated BenchmarkLeaderBalance.
+	nt := len(b.topo.tasks)
+
+	// The newest generation claiming each task: a member that missed
+	// rebalances (a zombie) may still report partitions that have moved
+	// on since (KIP-792). Its claim blocks a hand-over all the same.
+	newest := make([]int32, nt)
+	for t := range newest {
+		newest[t] = math.MinInt32
+	}
+	cb.EachMember(func(_ *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+		for _, op := range meta.OwnedPartitions {
+			for _, p := range op.Partitions {
+				if t := b.topo.taskOf(op.Topic, p); t >= 0 {
+					newest[t] = max(newest[t], meta.Generation)
+				}
+			}
+		}
+	})
+
+	round := Round{}
+	kafkaIDs := map[string]string{} // learner ID -> coordinator's member ID
+	claims := make([][]claim, nt)   // task index -> members owning one of its partitions
+	cb.EachMember(func(km *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+		id := LearnerID(km.MemberID)
+		kafkaIDs[id] = km.MemberID
+		owned := map[string][]int32{}
+		for _, op := range meta.OwnedPartitions {
+			owned[op.Topic] = append(owned[op.Topic], op.Partitions...)
+			for _, p := range op.Partitions {
+				if t := b.topo.taskOf(op.Topic, p); t >= 0 && !slices.ContainsFunc(claims[t], func(c claim) bool { return c.id == id }) {
+					claims[t] = append(claims[t], claim{id: id, current: meta.Generation >= newest[t]})
+				}
+			}
+		}
+		m, err := b.codec.DecodeMember(meta.UserData)
+		if err != nil {
+			// Another topology keeps what does not depend on it
+			// (leaving, capacity, tasks sent by name); anything else
+			// keeps nothing.
+			if !errors.Is(err, learner.ErrTopologyMismatch) {
+				m = learner.MemberMetadata{}
+			}
+			round.Undecoded++
+		}
+		// Active tasks travel as the partitions the member owns (see
+		// JoinGroupMetadata): it runs them, except those it gave up at
+		// this join (Revoked) and stale claims.
+		var active []string
+		for _, t := range b.topo.tasksOf(owned) {
+			if !slices.Contains(m.Revoked, t) && meta.Generation >= newest[b.topo.index[t]] {
+				active = append(active, t)
+			}
+		}
+		m.Assigned = append(active, m.Assigned...)
+		m = disjoint(m)
+		m.ID = id
+		if m.Rack == "" && meta.Rack != nil && *meta.Rack != "" {
+			m.Rack = LearnerID(*meta.Rack)
+		}
+		round.Members = append(round.Members, m)
+	})
+
+	out, err := b.assignor.Assign(round.Members)
+	if err != nil {
+		return nil, fmt.Errorf("kgolearner: %w", err)
+	}
+
+	plan := make(syncPlan, 0, len(out))
+	withheld := make([]bool, nt)
+	for _, as := range out {
+		sent := b.withhold(as, claims, withheld)
+		round.Assignments = append(round.Assignments, sent)
+		ka := kmsg.NewConsumerMemberAssignment()
+		ka.Topics = b.partitionsOf(sent.Assigned)
+		sent.MemberID = workerID // the coordinator's member ID says whose it is
+		if ka.UserData, err = b.codec.AppendAssignment(nil, sent); err != nil {
+			return nil, fmt.Errorf("kgolearner: %w", err)
+		}
+		sa := kmsg.NewSyncGroupRequestGroupAssignment()
+		sa.MemberID = kafkaIDs[as.MemberID]
+		sa.MemberAssignment = ka.AppendTo(nil)
+		plan = append(plan, sa)
+	}
+	slices.SortFunc(plan, func(x, y kmsg.SyncGroupRequestGroupAssignment) int { return strings.Compare(x.MemberID, y.MemberID) })
+	for t := range b.topo.tasks {
+		if withheld[t] {
+			round.Withheld = append(round.Withheld, b.topo.tasks[t].ID)
+		}
+	}
+	if b.hooks.Rebalanced != nil {
+		b.hooks.Rebalanced(round)
+	}
+	return plan, nil
+}
+
+// disjoint drops the tasks a member lists twice (a report from a buggy or
+// hostile member, or owned partitions that contradict its user data), so
+// that one bad report cannot fail the whole rebalance: a task keeps its
+// first role in the order assigned, revoked, learning, standby, and Ready
+// keeps only learner tasks.
+func disjoint(m learner.MemberMetadata) learner.MemberMetadata {
+	seen := make(map[string]bool, len(m.Assigned)+len(m.Revoked)+len(m.Learning)+len(m.Standby))
+	keep := func(ids []string) []string {
+		var out []string
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	m.Assigned, m.Revoked, m.Learning, m.Standby = keep(m.Assigned), keep(m.Revoked), keep(m.Learning), keep(m.Standby)
+	m.Ready = slices.DeleteFunc(slices.Clone(m.Ready), func(id string) bool { return !slices.Contains(m.Learning, id) })
+	return m
+}
+
+// claim is a member's report that it owns a task's partitions.
+type claim struct {
+	id      string // learner ID
+	current bool   // from the newest generation that claims the task
+}
+
+// withhold returns as without the active tasks whose partitions another
+// member still owns: Kafka cannot make that member stop before this one
+// starts. A member that already owns a task, by a claim from the newest
+// generation, keeps it whoever else claims it: that creates no new overlap,
+// and the stale claimants are told to revoke it. A withheld stateful task stays a learner task of as's member, so
+// its replayed state is kept and it takes the task over as soon as the
+// owner has revoked it (the task then has no owner and goes to its
+// learner); a stateless one is simply assigned in the next generation.
+func (b *Balancer) withhold(as learner.Assignment, claims [][]claim, withheld []bool) learner.Assignment {
+	var keep, learn []string
+	for _, id := range as.Assigned {
+		t := b.topo.index[id]
+		owns := slices.ContainsFunc(claims[t], func(c claim) bool { return c.id == as.MemberID && c.current })
+		other := slices.ContainsFunc(claims[t], func(c claim) bool { return c.id != as.MemberID })
+		switch {
+		case owns || !other:
+			keep = append(keep, id)
+		case b.topo.tasks[t].Stateful:
+			withheld[t] = true
+			learn = append(learn, id)
+		default:
+			withheld[t] = true
+		}
+	}
+	if len(keep) == len(as.Assigned) {
+		return as
+	}
+	as.Assigned = keep
+	as.Learned = slices.DeleteFunc(slices.Clone(as.Learned), func(id string) bool { return !slices.Contains(keep, id) })
+	as.Learning = slices.Concat(as.Learning, learn)
+	slices.SortFunc(as.Learning, func(x, y string) int { return b.topo.index[x] - b.topo.index[y] })
+	return as
+}
+
+// partitionsOf returns the partitions of tasks, by topic in name order.
+func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentTopic {
+	byTopic := map[string][]int32{}
+	for _, id := range tasks {
+		b.topo.partitions(b.topo.index[id], func(topic string, p int32) { byTopic[topic] = append(byTopic[topic], p) })
+	}
+	var out []kmsg.ConsumerMemberAssignmentTopic
+	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
+		at := kmsg.NewConsumerMemberAssignmentTopic()
+		at.Topic, at.Partitions = topic, byTopic[topic]
+		slices.Sort(at.Partitions)
+		out = append(out, at)
+	}
+	return out
+}
+
+// LearnerID turns a coordinator's member ID (or a rack) into a learner ID:
+// letters, digits, '_' and '-' stay, every other byte (including '.')
+// becomes '.' and two hex digits, so distinct IDs stay distinct. IDs that
+// would grow past 255 bytes are cut and suffixed with a hash.
+func LearnerID(kafkaID string) string {
+	var sb strings.Builder
+	for i := 0; i < len(kafkaID); i++ {
+		c := kafkaID[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' {
+			sb.WriteByte(c)
+		} else {
+			fmt.Fprintf(&sb, ".%02x", c)
+		}
+	}
+	id := sb.String()
+	if len(id) > 255 || id == "" {
+		h := fnv.New64a()
+		h.Write([]byte(kafkaID))
+		id = fmt.Sprintf("%.200s-%016x", id, h.Sum64())
+	}
+	return id
+}

@@ -1,0 +1,121 @@
+package kgolearner
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/learnerassignor/learner"
+)
+
+// Subtopology is a group of co-partitioned input topics, processed together
+// the way Kafka Streams processes a subtopology: partition p of every topic
+// in the group belongs to one task.
+//
+// The tasks of subtopology i (its index in Config.Subtopologies) are
+// "<i>_<p>" for p from 0 to Partitions-1, Kafka Streams' task IDs, in that
+// order; the topology is every subtopology's tasks in turn. Every member of
+// a group must declare the same subtopologies: task IDs travel as indices
+// into this list, and a member that declares another list is detected and
+// treated as owning the tasks of the partitions it owns and nothing else.
+type Subtopology struct {
+	// Topics are the input topics, at least one. A topic belongs to one
+	// subtopology only.
+	Topics []string
+	// Partitions is the number of partitions of each topic. The leader
+	// checks it against the cluster's metadata and fails the rebalance on
+	// a difference, rather than leave partitions without a task.
+	Partitions int32
+	// Stateful subtopologies keep local state backed by a changelog: their
+	// tasks move through learners. Stateless tasks move at once.
+	Stateful bool
+}
+
+// topology maps tasks to partitions and back. Tasks are dense indices in
+// the order of learner.Assignor's task list.
+type topology struct {
+	subs    []Subtopology
+	first   []int          // first[i] is the index of task "<i>_0"
+	byTopic map[string]int // topic -> subtopology
+	tasks   []learner.Task // the learner topology
+	index   map[string]int // task ID -> index
+	topics  []string       // every input topic, in subtopology order
+}
+
+func newTopology(subs []Subtopology) (*topology, error) {
+	t := &topology{subs: subs, byTopic: map[string]int{}, index: map[string]int{}}
+	for i, s := range subs {
+		if len(s.Topics) == 0 {
+			return nil, fmt.Errorf("kgolearner: subtopology %d has no topics", i)
+		}
+		if s.Partitions <= 0 {
+			return nil, fmt.Errorf("kgolearner: subtopology %d: %d partitions, want at least 1", i, s.Partitions)
+		}
+		for _, topic := range s.Topics {
+			if j, dup := t.byTopic[topic]; dup {
+				return nil, fmt.Errorf("kgolearner: topic %q is in subtopologies %d and %d", topic, j, i)
+			}
+			t.byTopic[topic] = i
+			t.topics = append(t.topics, topic)
+		}
+		t.first = append(t.first, len(t.tasks))
+		for p := range s.Partitions {
+			id := strconv.Itoa(i) + "_" + strconv.Itoa(int(p))
+			t.index[id] = len(t.tasks)
+			t.tasks = append(t.tasks, learner.Task{ID: id, Stateful: s.Stateful})
+		}
+	}
+	return t, nil
+}
+
+// taskOf returns the task of a partition, or -1 if the partition belongs to
+// no task.
+func (t *topology) taskOf(topic string, partition int32) int {
+	i, ok := t.byTopic[topic]
+	if !ok || partition < 0 || partition >= t.subs[i].Partitions {
+		return -1
+	}
+	return t.first[i] + int(partition)
+}
+
+// partitions calls fn for every partition of task (by index).
+func (t *topology) partitions(task int, fn func(topic string, partition int32)) {
+	i := t.subOf(task)
+	for _, topic := range t.subs[i].Topics {
+		fn(topic, int32(task-t.first[i]))
+	}
+}
+
+// subOf returns the subtopology of task (by index).
+func (t *topology) subOf(task int) int {
+	i, found := slices.BinarySearch(t.first, task)
+	if !found {
+		i--
+	}
+	return i
+}
+
+// tasksOf returns, in topology order, the tasks all of whose partitions are
+// in owned (topic -> partitions).
+func (t *topology) tasksOf(owned map[string][]int32) []string {
+	count := map[int]int{}
+	for topic, ps := range owned {
+		for _, p := range slices.Compact(slices.Sorted(slices.Values(ps))) {
+			if task := t.taskOf(topic, p); task >= 0 {
+				count[task]++
+			}
+		}
+	}
+	var whole []int
+	for task, n := range count {
+		if n == len(t.subs[t.subOf(task)].Topics) {
+			whole = append(whole, task)
+		}
+	}
+	slices.Sort(whole) // map order must not reach the output
+	out := make([]string, len(whole))
+	for i, task := range whole {
+		out[i] = t.tasks[task].ID
+	}
+	return out
+}
