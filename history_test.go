@@ -263,7 +263,8 @@ func (s *simGroup) settle(clean bool) (took, bound int) {
 			}
 			return n, bound
 		}
-		if n >= limit {
+		// Without a budget the bound is at most its value for one learner.
+		if n >= limit || s.opts.MaxLearners == 0 && n > convergenceBound(s.k, 0, 1, clean) {
 			s.fail([]string{"convergence"}, "round %d: no fixed point after %d quiet rebalances (bound %d, k %d, budget %d, %d learners placed)",
 				s.round, n, bound, s.k, s.opts.MaxLearners, learners)
 		}
