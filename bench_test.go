@@ -3,6 +3,8 @@ package learner
 import (
 	"fmt"
 	"testing"
+
+	"github.com/learnerassignor/learner/internal/cputime"
 )
 
 // The benchmarks run Assign, and a floor pass for comparison, on every size
@@ -14,6 +16,10 @@ import (
 // b.Loop runs the sub-benchmark's body once per -count, so they are built
 // once. Building the largest inputs takes well under a second, so CI's
 // -benchtime=1x run covers every size.
+//
+// Besides ns/op (wall time) each benchmark reports cpu-ns/op, the process's
+// CPU time per op: on a machine shared with other jobs wall time swings with
+// their load, CPU time much less (see internal/cputime).
 
 // benchSize is a group size: members and topology tasks.
 type benchSize struct{ members, tasks int }
@@ -42,12 +48,10 @@ func forEachBenchInput(b *testing.B, body func(b *testing.B, a *Assignor, member
 
 func BenchmarkAssign(b *testing.B) {
 	forEachBenchInput(b, func(b *testing.B, a *Assignor, members []MemberMetadata) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := a.Assign(members); err != nil {
-				b.Fatal(err)
-			}
-		}
+		cputime.Loop(b, func() error {
+			_, err := a.Assign(members)
+			return err
+		})
 	})
 }
 
@@ -62,11 +66,11 @@ func BenchmarkFloor(b *testing.B) {
 			m := &members[i]
 			want += len(m.Assigned) + len(m.Revoked) + len(m.Learning) + len(m.Ready) + len(m.Standby)
 		}
-		b.ReportAllocs()
 		var got int
-		for b.Loop() {
+		cputime.Loop(b, func() error {
 			got = floorPass(a, members)
-		}
+			return nil
+		})
 		if got != want {
 			b.Fatalf("floorPass indexed %d tasks, want %d (every listed ID is a topology task)", got, want)
 		}

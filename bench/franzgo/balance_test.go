@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/cputime"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -172,23 +173,19 @@ func BenchmarkBalance(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := a.Assign(members); err != nil {
-					b.Fatal(err)
-				}
-			}
+			cputime.Loop(b, func() error {
+				_, err := a.Assign(members)
+				return err
+			})
 		})
 		for _, bal := range balancers {
 			b.Run(name+bal.name, func(b *testing.B) {
 				g := newGroup(m, tasks, ev)
 				members := g.kafkaMembers(bal.new())
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, err := kafkaBalance(bal.new(), members, g.counts); err != nil {
-						b.Fatal(err)
-					}
-				}
+				cputime.Loop(b, func() error {
+					_, err := kafkaBalance(bal.new(), members, g.counts)
+					return err
+				})
 			})
 		}
 	}
