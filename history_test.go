@@ -106,6 +106,7 @@ type simGroup struct {
 	caps    bool     // members draw capacities
 	racks   int
 	quick   bool // on failure, do not shrink the round's input
+	spread  bool // check the subtopology spread at fixed points
 }
 
 // historyFailure is how a history stops at its first broken rule.
@@ -291,8 +292,9 @@ func newLearners(in []MemberMetadata, out []Assignment) int {
 	return n
 }
 
-// checkFixedPoint checks the fixed point: loads balanced by capacity and no
-// leaving member holding anything while a member stays.
+// checkFixedPoint checks the fixed point: loads balanced by capacity, no
+// leaving member holding anything while a member stays, and (if s.spread)
+// subtopologies spread.
 func (s *simGroup) checkFixedPoint(in []MemberMetadata, out []Assignment) {
 	if d := imbalance(in, out); d != "" {
 		s.fail([]string{"fixed-point-balance"}, "round %d: fixed point not balanced: %s", s.round, d)
@@ -308,6 +310,50 @@ func (s *simGroup) checkFixedPoint(in []MemberMetadata, out []Assignment) {
 			s.fail([]string{"fixed-point-leaving"}, "round %d: fixed point leaves %v on leaving member %s", s.round, a.Assigned, a.MemberID)
 		}
 	}
+	if d := overSpread(s.tasks, in, out); s.spread && d != "" {
+		s.fail([]string{"fixed-point-spread"}, "round %d: fixed point: %s", s.round, d)
+	}
+}
+
+// overSpread checks issue 4's per-subtopology spread where every task ID
+// has the form "<subtopology>_<partition>": no staying member runs more than
+// its share of a subtopology (by capacity, rounded up) plus one. It
+// describes the first member that does, or returns "".
+func overSpread(tasks []Task, in []MemberMetadata, out []Assignment) string {
+	sub := map[string]int{}
+	count := map[int]int64{}
+	for _, t := range tasks {
+		s, _, ok := parseSubtopologyID(t.ID)
+		if !ok {
+			return ""
+		}
+		sub[t.ID] = s
+		count[s]++
+	}
+	caps := map[string]int64{}
+	var capTotal int64
+	for _, m := range in {
+		if !m.Leaving {
+			caps[m.ID] = capacityOf(m)
+			capTotal += capacityOf(m)
+		}
+	}
+	for _, a := range out {
+		c, ok := caps[a.MemberID]
+		if !ok {
+			continue
+		}
+		held := map[int]int64{}
+		for _, id := range a.Assigned {
+			held[sub[id]]++
+		}
+		for s, n := range held {
+			if share := (count[s]*c + capTotal - 1) / capTotal; n > share+1 {
+				return fmt.Sprintf("%s runs %d tasks of subtopology %d, share %d (+1)", a.MemberID, n, s, share)
+			}
+		}
+	}
+	return ""
 }
 
 // newSimGroup draws one history's topology and options; features adds
@@ -315,9 +361,14 @@ func (s *simGroup) checkFixedPoint(in []MemberMetadata, out []Assignment) {
 func newSimGroup(r *rand.Rand, features bool) (*simGroup, error) {
 	nt := r.IntN(60)
 	pStateless := chance(r, 0, 0.2, 1)
+	subtopologies := features && r.IntN(2) == 0
 	var tasks []Task
 	for i := range nt {
-		tasks = append(tasks, Task{ID: "T" + strconv.Itoa(i+1), Stateful: r.Float64() >= pStateless})
+		id := "T" + strconv.Itoa(i+1)
+		if subtopologies {
+			id = fmt.Sprintf("%d_%d", i%3, i/3)
+		}
+		tasks = append(tasks, Task{ID: id, Stateful: r.Float64() >= pStateless})
 	}
 	opts := Options{Standbys: r.IntN(3)}
 	s := &simGroup{r: r, k: 1 + r.IntN(4)}
@@ -424,4 +475,34 @@ func TestHistoryChaosAndConvergence(t *testing.T) {
 			stats.most[[2]int{k, 0}], convergenceBound(k, 0, 1, false))
 	}
 	t.Logf("with a learner budget: %d quiet spells, the closest to its bound ended %d rebalances before it", stats.budgeted, stats.budgetSlack)
+}
+
+// TestHistorySubtopologySpread runs histories whose task IDs have the form
+// "<subtopology>_<partition>" and checks issue 4's spread at every fixed
+// point: no member runs more than its share of a subtopology plus one.
+func TestHistorySubtopologySpread(t *testing.T) {
+	seed := baseSeed(t)
+	n := runs(100, 2000)
+	t.Logf("seed %d, %d histories", seed, n)
+	ran := 0
+	for i := 0; ran < n; i++ {
+		s, err := newSimGroup(rand.New(rand.NewPCG(seed+uint64(i), 5)), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.tasks) == 0 || !isSubtopologyID(s.tasks[0].ID) {
+			continue // newSimGroup draws such IDs for all tasks or none
+		}
+		ran++
+		s.spread = true
+		s.log = append(s.log, fmt.Sprintf("history %d (LEARNER_SEED=%d), k=%d", i, seed, s.k))
+		if f := s.run(300, newQuietStats()); f != nil {
+			t.Fatalf("history %d (LEARNER_SEED=%d, k=%d): %s", i, seed, s.k, f.msg)
+		}
+	}
+}
+
+func isSubtopologyID(id string) bool {
+	_, _, ok := parseSubtopologyID(id)
+	return ok
 }
