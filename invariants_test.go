@@ -31,7 +31,9 @@ import (
 //	              still needs an owner
 //	hand-over     with a staying member and no learner budget, a leaving
 //	              member keeps no stateless task and every stateful task it
-//	              keeps has a learner
+//	              keeps has a learner; a new learner of its task is the
+//	              member with the most of the task's state, if any has some
+//	              (smallest reported lag, then a standby)
 //	keep-learner  a not-ready learner of a staying member is kept, or its
 //	              task is now active there
 //	promote       a ready learner of a staying member owns its task
@@ -46,8 +48,9 @@ import (
 //	              Revoked at join, unknown tasks included) minus its new
 //	              Assigned
 //	orphan        a task nobody held goes to one of its learners if it has
-//	              an eligible one, else to an eligible member with local
-//	              state (standby or reported lag) if there is one
+//	              an eligible one, else to the eligible member with the
+//	              most of its state (smallest reported lag, then a
+//	              standby) if any has some
 //	standby       each stateful task has min(Standbys, eligible) standbys,
 //	              on staying members other than its owner and learner;
 //	              stateless tasks have none
@@ -99,6 +102,7 @@ type inputView struct {
 	owner    []int             // best claim by the documented rule, -1 if none
 	learners [][]int           // reported learners of each task
 	ready    []map[int]bool    // member -> its ready learner tasks
+	lag      []map[int]int64   // member -> reported lag per task
 	standby  [][]int           // members reporting a standby of each task
 	warm     [][]int           // members with a standby or a lag for each task
 }
@@ -177,6 +181,7 @@ func newInputView(tasks []Task, opts Options, in []MemberMetadata) *inputView {
 			}
 		}
 		v.ready = append(v.ready, ready)
+		v.lag = append(v.lag, lags)
 		warm := map[int]bool{}
 		for _, id := range mm.Standby {
 			if t, ok := v.taskIdx[id]; ok {
@@ -436,6 +441,18 @@ func (c *checker) tasksRules(out []Assignment, o *outputView) {
 				c.add("hand-over", c.memberID(owner), id, "stateful task of a leaving member has no learner")
 			}
 		}
+		if owner >= 0 && v.members[owner].Leaving && learner >= 0 && !slices.Contains(v.learners[t], learner) {
+			var warm []int
+			for _, m := range v.warm[t] {
+				if v.eligible(m) && m != owner {
+					warm = append(warm, m)
+				}
+			}
+			if len(warm) > 0 && !v.warmest(t, learner, warm) {
+				c.add("hand-over", c.memberID(learner), id, "new learner of a leaving member's task is not the member with the most of its state (%s)",
+					c.memberID(warm[0]))
+			}
+		}
 
 		want := 0
 		if task.Stateful {
@@ -506,9 +523,30 @@ func (c *checker) orphanRules(t, owner int) {
 	switch {
 	case len(learners) > 0 && !slices.Contains(learners, owner):
 		c.add("orphan", c.memberID(owner), v.tasks[t].ID, "orphan given to %s, not to its learner %s", c.memberID(owner), c.memberID(learners[0]))
-	case len(learners) == 0 && len(warm) > 0 && !slices.Contains(warm, owner):
-		c.add("orphan", c.memberID(owner), v.tasks[t].ID, "orphan given to %s, not to a member with its state (%s)", c.memberID(owner), c.memberID(warm[0]))
+	case len(learners) == 0 && len(warm) > 0 && !v.warmest(t, owner, warm):
+		c.add("orphan", c.memberID(owner), v.tasks[t].ID, "orphan given to %s, not to the member with the most of its state (%s)",
+			c.memberID(owner), c.memberID(warm[0]))
 	}
+}
+
+// warmest reports whether m is among the best of the candidates with local
+// state for t, by the README's order: the smallest reported lag first (no
+// report counts as the largest), then a standby.
+func (v *inputView) warmest(t, m int, candidates []int) bool {
+	key := func(m int) (int64, bool) {
+		lag, ok := v.lag[m][t]
+		if !ok {
+			lag = 1<<63 - 1
+		}
+		return lag, slices.Contains(v.standby[t], m)
+	}
+	lm, sm := key(m)
+	for _, o := range candidates {
+		if lo, so := key(o); lo < lm || lo == lm && so && !sm {
+			return false
+		}
+	}
+	return slices.Contains(candidates, m)
 }
 
 // racks checks issue 4's rack rule where every staying member has a rack:
