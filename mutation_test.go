@@ -139,6 +139,7 @@ var mutations = []mutation{
 	{"ignore ready flags", []string{"promote"}, beforeAssign(func(m *MemberMetadata) { m.Ready, m.Lag = nil, nil })},
 	{"ignore leaving", []string{"leaving-gains", "hand-over"}, beforeAssign(func(m *MemberMetadata) { m.Leaving = false })},
 	{"ignore learners of orphans", []string{"orphan", "keep-learner", "promote"}, beforeAssign(func(m *MemberMetadata) { m.Learning, m.Ready = nil, nil })},
+	{"ignore local state (standbys, lags)", []string{"orphan", "hand-over"}, beforeAssign(func(m *MemberMetadata) { m.Standby, m.Lag = nil, nil })},
 	{"forget revoked", []string{"revoked"}, afterAssign(func(in []MemberMetadata, out []Assignment, a *Assignor) {
 		for i := range out {
 			out[i].Revoked = nil
