@@ -30,6 +30,11 @@ func (g *group) heavier(a, b int32) bool {
 	if x != y {
 		return x > y
 	}
+	if g.spread.on && g.spread.max[a] != g.spread.max[b] {
+		// Equally heavy: the one holding more of one subtopology gives
+		// first, so spread also decides which donor gives, not only what.
+		return g.spread.max[a] > g.spread.max[b]
+	}
 	return a < b
 }
 
@@ -144,9 +149,6 @@ func (g *group) move(t, m int32) {
 	}
 	g.load[from]--
 	g.load[m]++
-	if g.spread.on {
-		g.spread.moved(g.sub[t], from, m)
-	}
 }
 
 // balance moves tasks from heavy to light staying members until no move
@@ -159,19 +161,27 @@ func (g *group) balance() {
 	if g.staying < 2 {
 		return
 	}
-	donors := newMemberHeap(len(g.load), g.heavier)
 	recv := newMemberHeap(len(g.load), g.lighter)
-	for m := range g.load {
+	heaviest := int32(none)
+	for m := range int32(len(g.load)) {
 		if !g.leaving[m] {
-			donors.push(int32(m))
-			recv.push(int32(m))
+			recv.push(m)
+			if heaviest == none || g.heavier(m, heaviest) {
+				heaviest = m
+			}
 		}
 	}
-	if !g.worthMoving(donors.top(), recv.top()) {
+	if !g.worthMoving(heaviest, recv.top()) {
 		return // balanced already: skip the per-task work below
 	}
 	g.spread = g.newSpread()
 	g.buildSheddable()
+	donors := newMemberHeap(len(g.load), g.heavier) // after spread: it breaks ties
+	for m := range int32(len(g.load)) {
+		if !g.leaving[m] {
+			donors.push(m)
+		}
+	}
 	for {
 		h, l := donors.top(), recv.top()
 		if h == none || h == l || !g.worthMoving(h, l) {
@@ -182,13 +192,17 @@ func (g *group) balance() {
 			donors.remove(h)
 			continue
 		}
-		// A heap restores one changed key at a time, and move changes two:
-		// re-sift h while l still has its old load, then l.
+		// A heap restores one changed key at a time, and a move changes two:
+		// re-sift h while l still has its old key, then l. (The spread
+		// counts change l's key only: h's upper bound stays.)
 		g.move(t, l)
 		g.load[l]--
 		donors.fix(h)
 		recv.fix(h)
 		g.load[l]++
+		if g.spread.on {
+			g.spread.moved(g.sub[t], h, l)
+		}
 		donors.fix(l)
 		recv.fix(l)
 	}
