@@ -1,0 +1,156 @@
+package learner
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Fuzz targets. `go test` runs their seed corpora (testdata/fuzz/...) and the
+// f.Add seeds; long runs:
+//
+//	go test -run='^$' -fuzz=FuzzAssign -fuzztime=10m
+//	go test -run='^$' -fuzz=FuzzNotation -fuzztime=10m
+
+// byteSource is a rand.Source that reads the fuzzer's bytes, so the fuzzer
+// steers the group generator. Past the end it continues with a fixed PCG:
+// a constant stream would make rand's rejection sampling loop forever.
+type byteSource struct {
+	b    []byte
+	tail rand.PCG
+}
+
+func (s *byteSource) Uint64() uint64 {
+	if len(s.b) == 0 {
+		return s.tail.Uint64()
+	}
+	var buf [8]byte
+	n := copy(buf[:], s.b)
+	s.b = s.b[n:]
+	return binary.LittleEndian.Uint64(buf[:])
+}
+
+// fuzzSpec keeps fuzzed groups small: the fuzzer explores shapes, not sizes.
+var fuzzSpec = genSpec{maxMembers: 10, maxTasks: 24, features: true}
+
+// FuzzAssign builds member metadata from the fuzz bytes: the first byte
+// picks one kind of malformed input to inject (or none), the rest drive the
+// group generator. Assign must never panic; malformed input must be refused
+// with an error wrapping ErrInvalidMember; valid input must satisfy every
+// invariant, deterministically and whatever the member order.
+func FuzzAssign(f *testing.F) {
+	f.Add([]byte{0})
+	f.Add([]byte("\x00\x13\x37 learner assignor seed bytes: a few members and tasks"))
+	f.Add([]byte("\x05 a malformed member"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		corrupt, rest := data[0], data[1:]
+		src := &byteSource{b: rest}
+		g := generate(rand.New(src), fuzzSpec)
+		a, err := New(g.tasks, g.opts)
+		if err != nil {
+			t.Fatalf("New(generated topology): %v", err)
+		}
+		if what, ok := corruptGroup(&g, corrupt, rand.New(src)); ok {
+			_, err := a.Assign(g.members)
+			if !errors.Is(err, ErrInvalidMember) {
+				t.Fatalf("Assign with %s = error %v, want one wrapping ErrInvalidMember\ninput:\n%s", what, err, g)
+			}
+			return
+		}
+		if _, vs := checkAssign(a, g.members, rand.New(rand.NewPCG(uint64(len(data)), 4))); len(vs) > 0 {
+			t.Fatalf("%d violations:\n%sinput:\n%s", len(vs), joinViolations(vs), g)
+		}
+	})
+}
+
+// corruptGroup injects the kind of malformed report selected by c (rule 12
+// of the core issue), returning what it did; c without a kind, or a group
+// without members, is left valid.
+func corruptGroup(g *genGroup, c byte, r *rand.Rand) (string, bool) {
+	kinds := 10
+	k := int(c) % (2 * kinds) // half of the inputs stay valid
+	if k >= kinds || len(g.members) == 0 {
+		return "", false
+	}
+	m := &g.members[r.IntN(len(g.members))]
+	task := "T1"
+	if len(g.tasks) > 0 {
+		task = g.tasks[r.IntN(len(g.tasks))].ID
+	}
+	switch k {
+	case 0:
+		if len(g.members) < 2 {
+			return "", false
+		}
+		g.members[0].ID = g.members[1].ID
+		return "a duplicate member ID", true
+	case 1:
+		m.ID = ""
+		return "an empty member ID", true
+	case 2:
+		m.ID = "S 1"
+		return "a malformed member ID", true
+	case 3:
+		m.Assigned = append(m.Assigned, "T/1")
+		return "a malformed task ID", true
+	case 4:
+		*m = withoutTask(*m, task)
+		m.Assigned = append(m.Assigned, task)
+		m.Standby = append(m.Standby, task)
+		return "a task both assigned and standby", true
+	case 5:
+		*m = withoutTask(*m, task)
+		m.Ready = append(m.Ready, task)
+		return "a ready task that is not learning", true
+	case 6:
+		*m = withoutTask(*m, task)
+		m.Revoked = append(m.Revoked, task, task)
+		return "a task revoked twice", true
+	case 7:
+		m.Capacity = -1
+		return "a negative capacity", true
+	case 8:
+		*m = withoutTask(*m, task)
+		m.Learning = append(m.Learning, task)
+		m.Lag = append(m.Lag, TaskLag{Task: task, Lag: -5})
+		return "a negative lag", true
+	default:
+		m.Rack = "rack a"
+		return "a malformed rack", true
+	}
+}
+
+// FuzzNotation: ParseRebalance never panics; its errors are *SyntaxError
+// with a line number; what parses prints with String and parses back to
+// the same value, and printing that again gives the same text.
+func FuzzNotation(f *testing.F) {
+	f.Add("tasks: T1 T2\nS1(assigned: [T1], revoked: [T2], learning: [])\n")
+	f.Add("tasks: T1\nstateless: T1\nstandbys: 1\nmax-learners: 2\nacceptable-lag: 3\nS1(learning: [T1], ready: [T1], lag: [T1=4], leaving, capacity: 2, rack: a)\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		r, err := ParseRebalance(src)
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) || !errors.Is(err, ErrSyntax) || se.Line < 1 || se.Line > strings.Count(src, "\n")+1 {
+				t.Fatalf("ParseRebalance(%q) error %v: want a *SyntaxError with a line of the input", src, err)
+			}
+			return
+		}
+		printed := r.String()
+		again, err := ParseRebalance(printed)
+		if err != nil {
+			t.Fatalf("ParseRebalance(String()) = %v\noriginal input %q\nprinted %q", err, src, printed)
+		}
+		if !reflect.DeepEqual(r, again) {
+			t.Fatalf("ParseRebalance(String()) = %+v, want %+v\nprinted %q", again, r, printed)
+		}
+		if p2 := again.String(); p2 != printed {
+			t.Fatalf("String() not stable: %q, then %q", printed, p2)
+		}
+	})
+}

@@ -1,0 +1,907 @@
+package learner
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+)
+
+// This file is the one place that states the assignor's invariants as code.
+// checkOutput judges one Assign call from its input and output alone; it
+// knows nothing of how Assign works, so every test (golden scenarios,
+// generated groups, histories, fuzzing, mutations) shares one definition of
+// "correct". checkAssign adds the rules that need more calls to Assign:
+// determinism, permutation invariance, no mutation of the input, and that
+// a balanced stage is a fixed point.
+//
+// Every violation names a rule, the member and the task, so a failing test
+// says what broke. The rules (issue 2 and 3):
+//
+//	shape         one Assignment per member in natural ID order; lists hold
+//	              topology tasks (Revoked may also hold unknown ones), in
+//	              topology order, without repeats; Learned ⊆ Assigned
+//	one-owner     every topology task is active on exactly one member
+//	              (whenever there is a member)
+//	held-twice    no member holds a task in two of active/learning/standby
+//	one-learner   at most one learner per task, only for stateful tasks,
+//	              only on staying members, and a task has a learner exactly
+//	              when its owner's Learned lists it
+//	leaving-gains a leaving member gains no active, learning or standby
+//	              task, except that with no staying member at all an orphan
+//	              still needs an owner
+//	hand-over     with a staying member and no learner budget, a leaving
+//	              member keeps no stateless task and every stateful task it
+//	              keeps has a learner; a new learner of its task is the
+//	              member with the most of the task's state, if any has some
+//	              (smallest reported lag, then a standby)
+//	keep-learner  a not-ready learner of a staying member is kept, or its
+//	              task is now active there
+//	promote       a ready learner of a staying member owns its task
+//	              (keep-learner and promote exempt tasks that several
+//	              members reported learning, and stateless tasks, which
+//	              move at once anyway)
+//	stateful-move a stateful task with an owner in the input stays with that
+//	              owner (the best claim: assigned beats revoked, staying
+//	              beats leaving, then natural ID order) or goes to a ready
+//	              learner of it; it never jumps to a third member
+//	revoked       Revoked is exactly what the member held (Assigned or
+//	              Revoked at join, unknown tasks included) minus its new
+//	              Assigned
+//	orphan        a task nobody held goes to one of its learners if it has
+//	              an eligible one, else to the eligible member with the
+//	              most of its state (smallest reported lag, then a
+//	              standby) if any has some
+//	standby       each stateful task has min(Standbys, eligible) standbys,
+//	              on staying members other than its owner and learner;
+//	              stateless tasks have none
+//	racks         where every staying member has a rack, a task's copies
+//	              (planned owner and standbys) are not all in one rack while
+//	              a member in another rack has room for a standby
+//	budget        with MaxLearners = N, the group holds more than N
+//	              learners only if none of them is new
+//	band          each staying member's planned load within 0.5x-2x of its
+//	              expected load, where the band is meaningful (see bandApplies)
+//	balanced      an output without learners is balanced (imbalance), where
+//	              Assign was free to move every task (freeToBalance)
+//
+// checkAssign adds the rules that need more calls (see there).
+
+// violation is one broken rule.
+type violation struct {
+	rule, member, task, detail string
+}
+
+func (v violation) String() string {
+	return fmt.Sprintf("%s: member %q, task %q: %s", v.rule, v.member, v.task, v.detail)
+}
+
+// checkInvariants is the entry point the golden scenarios call: every
+// violation of the rules above, or nil.
+func checkInvariants(a *Assignor, in []MemberMetadata, out []Assignment) []string {
+	return violationStrings(checkOutput(a.Tasks(), a.Options(), in, out))
+}
+
+func violationStrings(vs []violation) []string {
+	var s []string
+	for _, v := range vs {
+		s = append(s, v.String())
+	}
+	return s
+}
+
+// inputView is the checker's own reading of the members' reports, by member
+// position in natural ID order and by task index.
+type inputView struct {
+	tasks   []Task
+	opts    Options
+	taskIdx map[string]int
+	members []MemberMetadata // natural ID order
+	staying int
+
+	held     []map[string]bool // Assigned ∪ Revoked, unknown tasks included
+	owner    []int             // best claim by the documented rule, -1 if none
+	learners [][]int           // reported learners of each task
+	ready    []map[int]bool    // member -> its ready learner tasks
+	lag      []map[int]int64   // member -> reported lag per task
+	standby  [][]int           // members reporting a standby of each task
+	warm     [][]int           // members with a standby or a lag for each task
+}
+
+// claimClass ranks a member's claim on a task by the documented owner rule:
+// assigned beats revoked, then staying beats leaving. Higher wins; ties go
+// to the first member in natural ID order.
+func claimClass(assigned, leaving bool) int {
+	c := 1
+	if !leaving {
+		c++
+	}
+	if assigned {
+		c += 2
+	}
+	return c
+}
+
+func newInputView(tasks []Task, opts Options, in []MemberMetadata) *inputView {
+	v := &inputView{tasks: tasks, opts: opts, taskIdx: map[string]int{}}
+	for i, t := range tasks {
+		v.taskIdx[t.ID] = i
+	}
+	v.members = slices.Clone(in)
+	slices.SortFunc(v.members, func(a, b MemberMetadata) int { return compareIDs(a.ID, b.ID) })
+	nt := len(tasks)
+	v.owner = make([]int, nt)
+	class := make([]int, nt)
+	v.learners = make([][]int, nt)
+	v.standby = make([][]int, nt)
+	v.warm = make([][]int, nt)
+	for t := range v.owner {
+		v.owner[t] = -1
+	}
+	claim := func(t, m, c int) {
+		if c > class[t] {
+			v.owner[t], class[t] = m, c
+		}
+	}
+	for m, mm := range v.members {
+		if !mm.Leaving {
+			v.staying++
+		}
+		held := map[string]bool{}
+		for _, id := range mm.Assigned {
+			held[id] = true
+			if t, ok := v.taskIdx[id]; ok {
+				claim(t, m, claimClass(true, mm.Leaving))
+			}
+		}
+		for _, id := range mm.Revoked {
+			held[id] = true
+			if t, ok := v.taskIdx[id]; ok {
+				claim(t, m, claimClass(false, mm.Leaving))
+			}
+		}
+		v.held = append(v.held, held)
+		lags := map[int]int64{}
+		for _, l := range mm.Lag {
+			if t, ok := v.taskIdx[l.Task]; ok {
+				lags[t] = l.Lag
+			}
+		}
+		ready := map[int]bool{}
+		for _, id := range mm.Ready {
+			if t, ok := v.taskIdx[id]; ok {
+				ready[t] = true
+			}
+		}
+		for _, id := range mm.Learning {
+			if t, ok := v.taskIdx[id]; ok {
+				v.learners[t] = append(v.learners[t], m)
+				if lag, ok := lags[t]; ok && opts.AcceptableLag > 0 && lag <= opts.AcceptableLag {
+					ready[t] = true
+				}
+			}
+		}
+		v.ready = append(v.ready, ready)
+		v.lag = append(v.lag, lags)
+		warm := map[int]bool{}
+		for _, id := range mm.Standby {
+			if t, ok := v.taskIdx[id]; ok {
+				v.standby[t] = append(v.standby[t], m)
+				warm[t] = true
+			}
+		}
+		for t := range lags {
+			warm[t] = true
+		}
+		for t := range warm {
+			v.warm[t] = append(v.warm[t], m)
+		}
+	}
+	return v
+}
+
+// eligible reports whether member m may take on new work: staying members,
+// or anyone when nobody stays.
+func (v *inputView) eligible(m int) bool { return !v.members[m].Leaving || v.staying == 0 }
+
+// outputView indexes an output by task: who runs, learns and stands by.
+type outputView struct {
+	// Per member: planned load (plannedLoad) and, for staying members, the
+	// 0.5x-2x band around its expected load (the staying members' total
+	// planned load shared by capacity), rounded outward to whole tasks:
+	// floor(expected/2) and ceil(2·expected).
+	load, bandLow, bandHigh []int64
+	// Per member: standbys held and standby quota (standbyQuotas).
+	nStandby, sbQuota []int64
+	owner             []int   // -1: none
+	learner           []int   // -1: none
+	standbys          [][]int // members
+	assigned          []map[int]bool
+	learning          []map[int]bool
+	standby           []map[int]bool
+	learned           []map[int]bool
+}
+
+// checkOutput returns every rule out broke for the input in.
+func checkOutput(tasks []Task, opts Options, in []MemberMetadata, out []Assignment) []violation {
+	v := newInputView(tasks, opts, in)
+	c := &checker{in: v}
+	c.shape(out)
+	if len(c.vs) > 0 && len(out) != len(v.members) {
+		return c.vs // cannot line members up: everything else would be noise
+	}
+	o := c.index(out)
+	c.tasksRules(out, o)
+	c.memberRules(out, o)
+	c.band(out, o)
+	if !hasLearners(out) && freeToBalance(v) {
+		if d := imbalance(in, out); d != "" {
+			c.add("balanced", "", "", "learner-free output not balanced: %s", d)
+		}
+	}
+	return c.vs
+}
+
+// freeToBalance reports whether Assign may move any task of the input, so
+// that an output without learners must be balanced (imbalance() == ""): no
+// learners (promoted and kept tasks are not moved again in the same call),
+// no leaving member holding tasks (hand-over goes to a warm member first),
+// no orphan with local state somewhere (it goes to that member at once,
+// whatever its load).
+func freeToBalance(v *inputView) bool {
+	for _, m := range v.members {
+		if len(m.Learning) > 0 || m.Leaving && len(m.Assigned)+len(m.Revoked) > 0 {
+			return false
+		}
+	}
+	for t, o := range v.owner {
+		if o < 0 && len(v.warm[t]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+type checker struct {
+	in *inputView
+	vs []violation
+}
+
+func (c *checker) add(rule, member, task, format string, args ...any) {
+	c.vs = append(c.vs, violation{rule, member, task, fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) memberID(m int) string { return c.in.members[m].ID }
+
+// shape checks the form of the output.
+func (c *checker) shape(out []Assignment) {
+	v := c.in
+	if len(out) != len(v.members) {
+		c.add("shape", "", "", "%d assignments for %d members", len(out), len(v.members))
+		return
+	}
+	for m, a := range out {
+		if a.MemberID != v.members[m].ID {
+			c.add("shape", a.MemberID, "", "assignment %d is for %q, want %q (natural ID order)", m, a.MemberID, v.members[m].ID)
+			continue
+		}
+		lists := []struct {
+			name    string
+			ids     []string
+			unknown bool
+		}{
+			{"assigned", a.Assigned, false}, {"revoked", a.Revoked, true},
+			{"learning", a.Learning, false}, {"learned", a.Learned, false}, {"standby", a.Standby, false},
+		}
+		for _, l := range lists {
+			seen := map[string]bool{}
+			last := -1
+			for _, id := range l.ids {
+				if seen[id] {
+					c.add("shape", a.MemberID, id, "listed twice in %s", l.name)
+				}
+				seen[id] = true
+				t, ok := v.taskIdx[id]
+				if !ok {
+					if !l.unknown {
+						c.add("shape", a.MemberID, id, "%s holds a task the topology does not have", l.name)
+					}
+					continue
+				}
+				if t < last {
+					c.add("shape", a.MemberID, id, "%s not in topology order", l.name)
+				}
+				last = t
+			}
+		}
+	}
+}
+
+// index builds the per-task view of out, reporting tasks held twice.
+func (c *checker) index(out []Assignment) *outputView {
+	v := c.in
+	nt := len(v.tasks)
+	o := &outputView{owner: make([]int, nt), learner: make([]int, nt), standbys: make([][]int, nt)}
+	for t := range nt {
+		o.owner[t], o.learner[t] = -1, -1
+	}
+	set := func(ids []string) map[int]bool {
+		s := map[int]bool{}
+		for _, id := range ids {
+			if t, ok := v.taskIdx[id]; ok {
+				s[t] = true
+			}
+		}
+		return s
+	}
+	var total, capTotal int64
+	for m, a := range out {
+		o.load = append(o.load, int64(plannedLoad(a)))
+		if !v.members[m].Leaving {
+			total += int64(plannedLoad(a))
+			capTotal += capacityOf(v.members[m])
+		}
+	}
+	var standbys int64
+	for _, a := range out {
+		o.nStandby = append(o.nStandby, int64(len(a.Standby)))
+		standbys += int64(len(a.Standby))
+	}
+	o.bandLow, o.bandHigh = make([]int64, len(out)), make([]int64, len(out))
+	for m, mm := range v.members {
+		if scaled := total * capacityOf(mm); !mm.Leaving {
+			o.bandLow[m], o.bandHigh[m] = scaled/(2*capTotal), (2*scaled+capTotal-1)/capTotal
+		}
+	}
+	o.sbQuota = standbyQuotas(v.members, standbys)
+	for m, a := range out {
+		as, ls, ss := set(a.Assigned), set(a.Learning), set(a.Standby)
+		o.assigned = append(o.assigned, as)
+		o.learning = append(o.learning, ls)
+		o.standby = append(o.standby, ss)
+		o.learned = append(o.learned, set(a.Learned))
+		for t := range nt {
+			n := 0
+			for _, s := range []map[int]bool{as, ls, ss} {
+				if s[t] {
+					n++
+				}
+			}
+			if n > 1 {
+				c.add("held-twice", a.MemberID, v.tasks[t].ID, "in %d of assigned/learning/standby", n)
+			}
+		}
+		for _, t := range sortedKeys(as) {
+			if o.owner[t] >= 0 {
+				c.add("one-owner", a.MemberID, v.tasks[t].ID, "active on both %s and %s", c.memberID(o.owner[t]), a.MemberID)
+				continue
+			}
+			o.owner[t] = m
+		}
+		for _, t := range sortedKeys(ls) {
+			if o.learner[t] >= 0 {
+				c.add("one-learner", a.MemberID, v.tasks[t].ID, "learned by both %s and %s", c.memberID(o.learner[t]), a.MemberID)
+				continue
+			}
+			o.learner[t] = m
+		}
+		for _, t := range sortedKeys(ss) {
+			o.standbys[t] = append(o.standbys[t], m)
+		}
+	}
+	return o
+}
+
+func sortedKeys(s map[int]bool) []int {
+	ks := make([]int, 0, len(s))
+	for k := range s {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// tasksRules checks the rules about one task at a time.
+func (c *checker) tasksRules(out []Assignment, o *outputView) {
+	v := c.in
+	for t, task := range v.tasks {
+		id := task.ID
+		owner, learner := o.owner[t], o.learner[t]
+		if owner < 0 {
+			if len(v.members) > 0 {
+				c.add("one-owner", "", id, "no active owner")
+			}
+		}
+		c.learnerRules(t, o)
+		if learner >= 0 && owner >= 0 && !o.learned[owner][t] {
+			c.add("one-learner", c.memberID(owner), id, "learned by %s but not tagged learned on its owner", c.memberID(learner))
+		}
+		for m := range out {
+			if o.learned[m][t] && (m != owner || learner < 0) {
+				c.add("one-learner", c.memberID(m), id, "tagged learned without being active there with a learner")
+			}
+		}
+
+		inOwner := v.owner[t]
+		switch {
+		case inOwner < 0 && owner >= 0:
+			c.orphanRules(t, owner)
+		case inOwner >= 0 && owner >= 0 && v.staying == 0 && owner != inOwner:
+			c.add("stateful-move", c.memberID(owner), id, "moved from %s although every member is leaving", c.memberID(inOwner))
+		case inOwner >= 0 && owner >= 0 && task.Stateful && owner != inOwner:
+			if !slices.Contains(v.learners[t], owner) || !v.ready[owner][t] || v.members[owner].Leaving {
+				c.add("stateful-move", c.memberID(owner), id, "moved from %s without being its ready learner", c.memberID(inOwner))
+			}
+		}
+
+		if owner >= 0 && v.members[owner].Leaving && v.staying > 0 && v.opts.MaxLearners == 0 {
+			switch {
+			case !task.Stateful:
+				c.add("hand-over", c.memberID(owner), id, "stateless task left on a leaving member")
+			case learner < 0:
+				c.add("hand-over", c.memberID(owner), id, "stateful task of a leaving member has no learner")
+			}
+		}
+		if owner >= 0 && v.members[owner].Leaving && learner >= 0 && !slices.Contains(v.learners[t], learner) {
+			var warm []int
+			for _, m := range v.warm[t] {
+				if v.eligible(m) && m != owner {
+					warm = append(warm, m)
+				}
+			}
+			if len(warm) > 0 && !v.warmest(t, learner, warm) {
+				c.add("hand-over", c.memberID(learner), id, "new learner of a leaving member's task is not the member with the most of its state (%s)",
+					c.memberID(warm[0]))
+			}
+		}
+
+		want := 0
+		if task.Stateful {
+			avail := v.staying
+			if owner >= 0 && !v.members[owner].Leaving {
+				avail--
+			}
+			if learner >= 0 {
+				avail--
+			}
+			want = min(v.opts.Standbys, max(avail, 0))
+		}
+		if got := len(o.standbys[t]); got != want {
+			c.add("standby", "", id, "%d standbys, want %d", got, want)
+		}
+		for _, m := range o.standbys[t] {
+			if v.members[m].Leaving {
+				c.add("standby", c.memberID(m), id, "standby on a leaving member")
+			}
+		}
+		c.racks(t, o)
+	}
+	c.budget(o)
+}
+
+// learnerRules checks what became of the task's learners and its output learner.
+func (c *checker) learnerRules(t int, o *outputView) {
+	v := c.in
+	id := v.tasks[t].ID
+	if l := o.learner[t]; l >= 0 {
+		switch {
+		case !v.tasks[t].Stateful:
+			c.add("one-learner", c.memberID(l), id, "learner of a stateless task")
+		case v.members[l].Leaving:
+			c.add("one-learner", c.memberID(l), id, "learner on a leaving member")
+		}
+	}
+	if len(v.learners[t]) != 1 || !v.tasks[t].Stateful {
+		return // competing learners or a stateless task: no promise
+	}
+	m := v.learners[t][0]
+	if v.members[m].Leaving {
+		return
+	}
+	active := o.assigned[m][t]
+	switch {
+	case v.ready[m][t] && !active:
+		c.add("promote", c.memberID(m), id, "ready learner not promoted")
+	case !v.ready[m][t] && !active && !o.learning[m][t]:
+		c.add("keep-learner", c.memberID(m), id, "not-ready learner dropped")
+	}
+}
+
+// orphanRules checks where a task nobody held went.
+func (c *checker) orphanRules(t, owner int) {
+	v := c.in
+	var learners, warm []int
+	for _, m := range v.learners[t] {
+		if v.eligible(m) {
+			learners = append(learners, m)
+		}
+	}
+	for _, m := range v.warm[t] {
+		if v.eligible(m) {
+			warm = append(warm, m)
+		}
+	}
+	switch {
+	case len(learners) > 0 && !slices.Contains(learners, owner):
+		c.add("orphan", c.memberID(owner), v.tasks[t].ID, "orphan given to %s, not to its learner %s", c.memberID(owner), c.memberID(learners[0]))
+	case len(learners) == 0 && len(warm) > 0 && !v.warmest(t, owner, warm):
+		c.add("orphan", c.memberID(owner), v.tasks[t].ID, "orphan given to %s, not to the member with the most of its state (%s)",
+			c.memberID(owner), c.memberID(warm[0]))
+	}
+}
+
+// warmest reports whether m is among the best of the candidates with local
+// state for t, by the README's order: the smallest reported lag first (no
+// report counts as the largest), then a standby.
+func (v *inputView) warmest(t, m int, candidates []int) bool {
+	key := func(m int) (int64, bool) {
+		lag, ok := v.lag[m][t]
+		if !ok {
+			lag = 1<<63 - 1
+		}
+		return lag, slices.Contains(v.standby[t], m)
+	}
+	lm, sm := key(m)
+	for _, o := range candidates {
+		if lo, so := key(o); lo < lm || lo == lm && so && !sm {
+			return false
+		}
+	}
+	return slices.Contains(candidates, m)
+}
+
+// racks checks issue 4's rack rule where every staying member has a rack:
+// a task's copies (its planned owner, the learner if there is one, else the
+// owner, and its standbys) are never all in one rack while a member in
+// another rack has room: eligible and below its standby quota, the README's
+// limit. (Spreading over more than two racks is "where possible", not
+// checked.)
+func (c *checker) racks(t int, o *outputView) {
+	v := c.in
+	planned := o.owner[t]
+	if o.learner[t] >= 0 {
+		planned = o.learner[t]
+	}
+	if planned < 0 || len(o.standbys[t]) == 0 {
+		return
+	}
+	for _, m := range v.members {
+		if !m.Leaving && m.Rack == "" {
+			return
+		}
+	}
+	rack := v.members[planned].Rack
+	for _, m := range o.standbys[t] {
+		if v.members[m].Rack != rack {
+			return
+		}
+	}
+	for m, mm := range v.members {
+		if !mm.Leaving && m != o.owner[t] && m != o.learner[t] && mm.Rack != rack && o.nStandby[m] < o.sbQuota[m] {
+			c.add("racks", mm.ID, v.tasks[t].ID, "every copy in rack %s while %s in rack %s has room (%d standbys, quota %d)",
+				rack, mm.ID, mm.Rack, o.nStandby[m], o.sbQuota[m])
+			return
+		}
+	}
+}
+
+// standbyQuotas returns each member's standby quota as the README defines
+// it: for staying members, their share of all standbys by capacity, rounded
+// so that the quotas add up to the total (largest remainders first, then ID
+// order); 0 for leaving members. members are in natural ID order.
+func standbyQuotas(members []MemberMetadata, standbys int64) []int64 {
+	quota := make([]int64, len(members))
+	var capTotal int64
+	var staying []int
+	for m, mm := range members {
+		if !mm.Leaving {
+			capTotal += capacityOf(mm)
+			staying = append(staying, m)
+		}
+	}
+	if capTotal == 0 {
+		return quota
+	}
+	left := standbys
+	for _, m := range staying {
+		quota[m] = standbys * capacityOf(members[m]) / capTotal
+		left -= quota[m]
+	}
+	rem := func(m int) int64 { return standbys * capacityOf(members[m]) % capTotal }
+	slices.SortStableFunc(staying, func(a, b int) int { return int(rem(b) - rem(a)) })
+	for _, m := range staying[:left] {
+		quota[m]++
+	}
+	return quota
+}
+
+// budget checks Options.MaxLearners.
+func (c *checker) budget(o *outputView) {
+	v := c.in
+	n := v.opts.MaxLearners
+	if n == 0 {
+		return
+	}
+	total, fresh := 0, ""
+	for t, l := range o.learner {
+		if l < 0 {
+			continue
+		}
+		total++
+		if !slices.Contains(v.learners[t], l) && fresh == "" {
+			fresh = v.tasks[t].ID
+		}
+	}
+	if total > n && fresh != "" {
+		c.add("budget", "", fresh, "new learner placed with %d learners in flight, budget %d", total, n)
+	}
+}
+
+// memberRules checks the rules about one member at a time.
+func (c *checker) memberRules(out []Assignment, o *outputView) {
+	v := c.in
+	for m, a := range out {
+		mm := v.members[m]
+		// revoked: exactly held minus kept.
+		want := map[string]bool{}
+		for id := range v.held[m] {
+			if t, ok := v.taskIdx[id]; !ok || !o.assigned[m][t] {
+				want[id] = true
+			}
+		}
+		got := map[string]bool{}
+		for _, id := range a.Revoked {
+			got[id] = true
+			if !want[id] {
+				if v.held[m][id] {
+					c.add("revoked", mm.ID, id, "revoked but still assigned")
+				} else {
+					c.add("revoked", mm.ID, id, "revoked but not held at join")
+				}
+			}
+		}
+		for id := range want {
+			if !got[id] {
+				c.add("revoked", mm.ID, id, "held at join, not kept, but not revoked")
+			}
+		}
+
+		if !mm.Leaving {
+			continue
+		}
+		was := func(ids []string) map[string]bool {
+			s := map[string]bool{}
+			for _, id := range ids {
+				s[id] = true
+			}
+			return s
+		}
+		learning, standby := was(mm.Learning), was(mm.Standby)
+		for _, id := range a.Assigned {
+			t := v.taskIdx[id]
+			if !v.held[m][id] && !(v.staying == 0 && v.owner[t] < 0) {
+				c.add("leaving-gains", mm.ID, id, "leaving member gained an active task")
+			}
+		}
+		for _, id := range a.Learning {
+			if !learning[id] {
+				c.add("leaving-gains", mm.ID, id, "leaving member gained a learner")
+			}
+		}
+		for _, id := range a.Standby {
+			if !standby[id] {
+				c.add("leaving-gains", mm.ID, id, "leaving member gained a standby")
+			}
+		}
+	}
+}
+
+// plannedLoad is what a member will run once its learners finish, plus its
+// standbys: active tasks not learned away, learners and standbys.
+func plannedLoad(a Assignment) int {
+	return len(a.Assigned) - len(a.Learned) + len(a.Learning) + len(a.Standby)
+}
+
+// band checks the 0.5x-2x band of the design's standby section where it is
+// meaningful (bandApplies).
+func (c *checker) band(out []Assignment, o *outputView) {
+	v := c.in
+	if !bandApplies(v, out) {
+		return
+	}
+	for m, a := range out {
+		if !v.members[m].Leaving && (o.load[m] < o.bandLow[m] || o.load[m] > o.bandHigh[m]) {
+			c.add("band", a.MemberID, "", "planned load %d outside 0.5x-2x of its expected load: [%d, %d]", o.load[m], o.bandLow[m], o.bandHigh[m])
+		}
+	}
+}
+
+// minBandExpected is the smallest expected load the band is checked at:
+// below it one task more or less already leaves the band (1 task against
+// an expected 0.6), so only the integers are being tested.
+const minBandExpected = 2
+
+// bandApplies says where the 0.5x-2x band is a promise Assign can keep:
+//   - the output has no learners (a balanced stage): while a task is being
+//     learned its owner may not hold a standby of it and its learner is
+//     not yet its owner, so during a hand-over of most of one member's
+//     tasks no placement keeps every member in the band;
+//   - Assign was free to balance (freeToBalance): promotions, orphans
+//     given to their learner or to a member with their state, and
+//     hand-overs are not moved again in the same call;
+//   - all staying members of equal capacity, or no standbys (with unequal
+//     capacities the standbys of a big member's tasks can only go to small
+//     ones);
+//   - no racks, or no standbys (rack spread comes before load: with racks
+//     a, b, c and three copies of each task, rack a's members share the
+//     rack-a copies whatever their load);
+//   - at least Standbys+2 staying members (otherwise every standby
+//     placement is forced);
+//   - every staying member's expected load is at least minBandExpected.
+//
+// The band itself is rounded outward to whole tasks (see outputView).
+func bandApplies(v *inputView, out []Assignment) bool {
+	if hasLearners(out) || !freeToBalance(v) || v.staying < v.opts.Standbys+2 {
+		return false
+	}
+	var total, capTotal, minCap, maxCap int64
+	for m, mm := range v.members {
+		if mm.Leaving {
+			continue
+		}
+		cp := capacityOf(mm)
+		total += int64(plannedLoad(out[m]))
+		capTotal += cp
+		if minCap == 0 || cp < minCap {
+			minCap = cp
+		}
+		maxCap = max(maxCap, cp)
+	}
+	racks := slices.ContainsFunc(v.members, func(m MemberMetadata) bool { return m.Rack != "" })
+	if v.opts.Standbys > 0 && (minCap != maxCap || racks) {
+		return false
+	}
+	return capTotal > 0 && total*minCap >= minBandExpected*capTotal
+}
+
+// imbalance describes the first pair of staying members whose active loads
+// are not balanced, or returns "". Balanced means no single move of a task
+// lowers the sum over members of load²/capacity, i.e. for every pair h, l:
+// (2·load(h)−1)/cap(h) <= (2·load(l)+1)/cap(l). With equal capacities this
+// is "loads differ by at most one".
+func imbalance(in []MemberMetadata, out []Assignment) string {
+	v := newInputView(nil, Options{}, in)
+	for h, a := range out {
+		for l, b := range out {
+			if v.members[h].Leaving || v.members[l].Leaving {
+				continue
+			}
+			ch, cl := capacityOf(v.members[h]), capacityOf(v.members[l])
+			lh, ll := int64(len(a.Assigned)), int64(len(b.Assigned))
+			if (2*lh-1)*cl > (2*ll+1)*ch {
+				return fmt.Sprintf("%s runs %d tasks (capacity %d), %s runs %d (capacity %d)", a.MemberID, lh, ch, b.MemberID, ll, cl)
+			}
+		}
+	}
+	return ""
+}
+
+func capacityOf(m MemberMetadata) int64 {
+	if m.Capacity <= 0 {
+		return 1
+	}
+	return int64(m.Capacity)
+}
+
+// assignFunc is Assign as a function value, so that tests can check a
+// deliberately broken assignor with the same code (mutation_test.go).
+type assignFunc func([]MemberMetadata) ([]Assignment, error)
+
+// checkAssign runs Assign on in and checks everything: the output rules
+// (checkOutput), and
+//
+//	error          valid input is never refused
+//	mutated        in is deep-equal before and after
+//	deterministic  a second call gives identical output
+//	permutation    so does a call on a shuffled copy (member order and
+//	               every list: a leader change)
+//	fixed-point    a learner-free, balanced output reported back by its
+//	               members (Assigned, Standby) is returned unchanged:
+//	               nothing revoked, no learners (rule 7's balanced stage)
+//
+// rng drives the shuffle.
+func checkAssign(a *Assignor, in []MemberMetadata, rng *rand.Rand) ([]Assignment, []violation) {
+	return checkAssignFunc(a.Tasks(), a.Options(), a.Assign, in, rng)
+}
+
+func checkAssignFunc(tasks []Task, opts Options, assign assignFunc, in []MemberMetadata, rng *rand.Rand) ([]Assignment, []violation) {
+	before := deepCopyMembers(in)
+	out, err := assign(in)
+	if err != nil {
+		return nil, []violation{{"error", "", "", err.Error()}}
+	}
+	vs := checkOutput(tasks, opts, in, out)
+	for i := range in {
+		if !sameMember(before[i], in[i]) {
+			vs = append(vs, violation{"mutated", in[i].ID, "", fmt.Sprintf("Assign changed its input: %+v, was %+v", in[i], before[i])})
+		}
+	}
+	again, err := assign(deepCopyMembers(before))
+	if err != nil || !sameAssignments(out, again) {
+		vs = append(vs, violation{"deterministic", "", "", fmt.Sprintf("second call differs (err %v)", err)})
+	}
+	perm, err := assign(shuffleMembers(before, rng))
+	if err != nil || !sameAssignments(out, perm) {
+		vs = append(vs, violation{"permutation", "", "", fmt.Sprintf("shuffled input gives different output (err %v):\n%swant:\n%s",
+			err, FormatAssignments(perm), FormatAssignments(out))})
+	}
+	if !hasLearners(out) && imbalance(before, out) == "" {
+		next, err := assign(reportBack(before, out))
+		for i := range next {
+			if b := next[i]; i >= len(out) || !sameAssignments([]Assignment{b}, []Assignment{{MemberID: b.MemberID, Assigned: out[i].Assigned, Standby: out[i].Standby}}) {
+				vs = append(vs, violation{"fixed-point", b.MemberID, "", fmt.Sprintf("Assign(its own stable output) = %s, want %s",
+					FormatAssignment(b), FormatAssignment(Assignment{MemberID: b.MemberID, Assigned: out[i].Assigned, Standby: out[i].Standby}))})
+			}
+		}
+		if err != nil {
+			vs = append(vs, violation{"fixed-point", "", "", "Assign(its own stable output): " + err.Error()})
+		}
+	}
+	return out, vs
+}
+
+// sameMember compares two reports field by field, nil and empty lists alike.
+func sameMember(a, b MemberMetadata) bool {
+	return a.ID == b.ID && a.Leaving == b.Leaving && a.Capacity == b.Capacity && a.Rack == b.Rack &&
+		slices.Equal(a.Assigned, b.Assigned) && slices.Equal(a.Revoked, b.Revoked) && slices.Equal(a.Learning, b.Learning) &&
+		slices.Equal(a.Ready, b.Ready) && slices.Equal(a.Standby, b.Standby) && slices.Equal(a.Lag, b.Lag)
+}
+
+func hasLearners(out []Assignment) bool {
+	return slices.ContainsFunc(out, func(a Assignment) bool { return len(a.Learning) > 0 })
+}
+
+// reportBack is what members report after applying a learner-free output:
+// they run Assigned, keep Standby, and nothing else.
+func reportBack(in []MemberMetadata, out []Assignment) []MemberMetadata {
+	byID := map[string]MemberMetadata{}
+	for _, m := range in {
+		byID[m.ID] = m
+	}
+	next := make([]MemberMetadata, len(out))
+	for i, a := range out {
+		m := byID[a.MemberID]
+		next[i] = MemberMetadata{ID: a.MemberID, Assigned: slices.Clone(a.Assigned), Standby: slices.Clone(a.Standby),
+			Leaving: m.Leaving, Capacity: m.Capacity, Rack: m.Rack}
+	}
+	return next
+}
+
+// shuffleMembers returns a deep copy of in with the members and every list
+// in a random order (a leader change sees the same reports in another order).
+func shuffleMembers(in []MemberMetadata, rng *rand.Rand) []MemberMetadata {
+	out := deepCopyMembers(in)
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	for i := range out {
+		m := &out[i]
+		for _, l := range [][]string{m.Assigned, m.Revoked, m.Learning, m.Ready, m.Standby} {
+			rng.Shuffle(len(l), func(i, j int) { l[i], l[j] = l[j], l[i] })
+		}
+		rng.Shuffle(len(m.Lag), func(i, j int) { m.Lag[i], m.Lag[j] = m.Lag[j], m.Lag[i] })
+	}
+	return out
+}
+
+// sameAssignments compares outputs, treating nil and empty lists alike.
+func sameAssignments(a, b []Assignment) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.MemberID != y.MemberID || !slices.Equal(x.Assigned, y.Assigned) || !slices.Equal(x.Revoked, y.Revoked) ||
+			!slices.Equal(x.Learning, y.Learning) || !slices.Equal(x.Learned, y.Learned) || !slices.Equal(x.Standby, y.Standby) {
+			return false
+		}
+	}
+	return true
+}
