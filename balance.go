@@ -103,7 +103,7 @@ func (g *group) placeOrphans() {
 		return
 	}
 	h := g.receivers()
-	for _, t := range rest {
+	for _, t := range g.placementOrder(rest) {
 		m := h.top()
 		g.setOwner(t, m)
 		g.load[m]++
@@ -119,20 +119,22 @@ func (g *group) handOverLeaving() {
 	if g.staying == 0 || g.staying == len(g.load) {
 		return
 	}
-	h := g.receivers()
+	var handed []int32
 	for t, o := range g.owner {
-		if o == none || !g.leaving[o] || g.learner[t] != none {
+		if o != none && g.leaving[o] && g.learner[t] == none {
+			handed = append(handed, int32(t))
+		}
+	}
+	h := g.receivers()
+	for _, t := range g.placementOrder(handed) {
+		if g.tasks[t].Stateful && !g.canLearn() {
 			continue
 		}
-		stateful := g.tasks[t].Stateful
-		if stateful && !g.canLearn() {
-			continue
-		}
-		m := g.bestWarm(int32(t))
+		m := g.bestWarm(t)
 		if m == none {
 			m = h.top()
 		}
-		g.move(int32(t), m)
+		g.move(t, m)
 		h.fix(m)
 	}
 }

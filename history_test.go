@@ -487,7 +487,8 @@ func TestHistoryChaosAndConvergence(t *testing.T) {
 // equal capacities and no standbys (balancing gives a receiver's standby
 // first). At every fixed point no member may exceed its share plus one.
 func TestHistorySubtopologySpread(t *testing.T) {
-	t.Skip("fails on main 1731311 in about 1 run in 6: notes/requests-rely.md R7c")
+	t.Skip("spread is a preference, not a guarantee (README): a donor gives its stateless tasks first whatever " +
+		"their subtopology, so growing groups can still end above share+1; reproducers in the issue 4 note")
 	seed := baseSeed(t)
 	n := runs(100, 2000)
 	t.Logf("seed %d, %d histories", seed, n)
@@ -496,7 +497,8 @@ func TestHistorySubtopologySpread(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(s.tasks) == 0 || !isSubtopologyID(s.tasks[0].ID) || s.opts.Standbys > 0 {
+		if len(s.tasks) == 0 || !isSubtopologyID(s.tasks[0].ID) || s.opts.Standbys > 0 ||
+			s.opts.MaxLearners > 0 || s.opts.AcceptableLag > 0 {
 			continue // newSimGroup draws such IDs for all tasks or none
 		}
 		ran++

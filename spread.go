@@ -38,6 +38,31 @@ func subtopologies(tasks []Task) ([]int32, int) {
 	return sub, n
 }
 
+// placementOrder orders tasks that go to the least loaded members one by
+// one (orphans, hand-overs) subtopology by subtopology, keeping topology
+// order within each: consecutive tasks of one subtopology then land on
+// different members, whereas topology order can line a subtopology up with
+// the rotation of members (tasks 0_0 1_0 2_0 0_1 ... over three members
+// would give one member every 0_*). A counting sort: linear, and stable.
+func (g *group) placementOrder(tasks []int32) []int32 {
+	if g.nSubs < 2 || len(tasks) < 2 {
+		return tasks
+	}
+	start := make([]int32, g.nSubs+1)
+	for _, t := range tasks {
+		start[g.sub[t]+1]++
+	}
+	for s := range g.nSubs {
+		start[s+1] += start[s]
+	}
+	out := make([]int32, len(tasks))
+	for _, t := range tasks {
+		out[start[g.sub[t]]] = t
+		start[g.sub[t]]++
+	}
+	return out
+}
+
 // maxSpreadCells bounds the member x subtopology count matrix; above it
 // (say 10,000 members x 2,000 subtopologies) spread is off and balancing
 // falls back to topology order, to keep memory linear in practice.
