@@ -12,11 +12,15 @@ package learner
 // equal capacities this is "move from the most to the least loaded member
 // until loads differ by at most one". Ties go to the member first in ID order.
 
-// addCost compares the cost of giving a and b one more task: whether a is
-// the lighter receiver.
-func (g *group) lighter(a, b int32) bool {
-	x := (2*int64(g.load[a]) + 1) * g.capacity[b]
-	y := (2*int64(g.load[b]) + 1) * g.capacity[a]
+// lighter reports whether a is the better receiver of one more task.
+func (g *group) lighter(a, b int32) bool { return g.receivesFirst(a, g.load[a], b, g.load[b]) }
+
+// receivesFirst reports whether member a, with load la, should receive one
+// more task before member b with load lb: adding it costs less, that is
+// (2·la+1)/cap(a) < (2·lb+1)/cap(b). Ties go to the first in ID order.
+func (g *group) receivesFirst(a, la, b, lb int32) bool {
+	x := (2*int64(la) + 1) * g.capacity[b]
+	y := (2*int64(lb) + 1) * g.capacity[a]
 	if x != y {
 		return x < y
 	}

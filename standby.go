@@ -154,12 +154,7 @@ func (p *standbyPlan) underQuota() []*memberHeap {
 // lighterTotal orders members by total load (planned active plus standby)
 // per unit of capacity, lightest first.
 func (g *group) lighterTotal(a, b int32) bool {
-	x := (2*int64(g.load[a]+g.sbCount[a]) + 1) * g.capacity[b]
-	y := (2*int64(g.load[b]+g.sbCount[b]) + 1) * g.capacity[a]
-	if x != y {
-		return x < y
-	}
-	return a < b
+	return g.receivesFirst(a, g.load[a]+g.sbCount[a], b, g.load[b]+g.sbCount[b])
 }
 
 // pick chooses the member for t's next standby: the lightest member below
