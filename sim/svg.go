@@ -42,7 +42,7 @@ func WriteSVG(w io.Writer, rs []*Result) error {
 	for _, r := range rs {
 		load = max(load, r.Metrics.PeakBusy)
 		for _, c := range r.Timeline.Down {
-			down = max(down, c.N)
+			down = max(down, c.Total())
 		}
 	}
 	const top = 56 // title, time labels, two rows of event labels
@@ -138,10 +138,10 @@ func drawPanel(p func(string, ...any), ax *axis, r *Result, y, load, down int) i
 		if i+1 < len(r.Timeline.Down) {
 			t1 = r.Timeline.Down[i+1].At
 		}
-		if c.N == 0 || ax.x(t1) <= ax.x(c.At) {
+		if c.Total() == 0 || ax.x(t1) <= ax.x(c.At) {
 			continue
 		}
-		h := float64(svgDown-4) * float64(c.N) / float64(down)
+		h := float64(svgDown-4) * float64(c.Total()) / float64(down)
 		p(`<rect x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="#d9534f"/>`, ax.x(c.At), float64(y+svgDown-2)-h, max(ax.x(t1)-ax.x(c.At), 0.5), h)
 	}
 	p(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>`+"\n", svgLabel, y+svgDown-2, svgWidth-svgRight, y+svgDown-2)
