@@ -169,6 +169,17 @@ func Parse(src string) (*Scenario, error) {
 			*dst = d
 			return nil
 		}
+		number := func(dst *int, lo, hi int) error {
+			if len(f) != 2 {
+				return fail("%s takes one number", f[0])
+			}
+			v, err := strconv.Atoi(f[1])
+			if err != nil || v < lo || v > hi {
+				return fail("%s: want %d to %d, got %q", f[0], lo, hi, f[1])
+			}
+			*dst = v
+			return nil
+		}
 		var err error
 		switch f[0] {
 		case "duration":
@@ -184,13 +195,7 @@ func Parse(src string) (*Scenario, error) {
 		case "replay-lag":
 			err = setting(&sc.ReplayLag)
 		case "standbys":
-			if len(f) != 2 {
-				return nil, fail("standbys takes one number")
-			}
-			sc.Standbys, err = strconv.Atoi(f[1])
-			if err != nil || sc.Standbys < 0 || sc.Standbys > MaxStandbys {
-				return nil, fail("standbys: want 0 to %d, got %q", MaxStandbys, f[1])
-			}
+			err = number(&sc.Standbys, 0, MaxStandbys)
 		case "handover":
 			if len(f) != 2 {
 				return nil, fail("handover takes one of %s", handoverList())
@@ -199,13 +204,7 @@ func Parse(src string) (*Scenario, error) {
 				return nil, fail("%v", err)
 			}
 		case "max-warmups":
-			if len(f) != 2 {
-				return nil, fail("max-warmups takes one number")
-			}
-			sc.MaxWarmups, err = strconv.Atoi(f[1])
-			if err != nil || sc.MaxWarmups < 1 || sc.MaxWarmups > maxWarmups {
-				return nil, fail("max-warmups: want 1 to %d, got %q", maxWarmups, f[1])
-			}
+			err = number(&sc.MaxWarmups, 1, maxWarmups)
 		case "restore-rate":
 			if len(f) != 2 {
 				return nil, fail("restore-rate takes one number")

@@ -92,38 +92,32 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	// adjust applies the overriding flags to a scenario and checks it.
-	adjust := func(sc *sim.Scenario) error {
-		if set["duration"] {
-			sc.Duration = *duration
-		}
-		if set["pause"] {
-			sc.Pause = *pause
-		}
-		if set["session-timeout"] {
-			sc.SessionTimeout = *session
-		}
-		if set["probing-interval"] {
-			sc.ProbingInterval = *probing
-		}
-		if set["max-warmups"] {
-			sc.MaxWarmups = *warmups
-		}
-		if set["leave-deadline"] {
-			sc.LeaveDeadline = *deadline
-		}
-		if set["standbys"] {
-			sc.Standbys = *standbys
-		}
-		if set["replay-lag"] {
-			sc.ReplayLag = *replayLag
-		}
-		if set["handover"] {
-			h, err := sim.ParseHandover(*handover)
-			if err != nil {
+	// overrides sets a scenario's setting from its flag, when given.
+	overrides := map[string]func(sc *sim.Scenario) error{
+		"duration":         func(sc *sim.Scenario) error { sc.Duration = *duration; return nil },
+		"pause":            func(sc *sim.Scenario) error { sc.Pause = *pause; return nil },
+		"session-timeout":  func(sc *sim.Scenario) error { sc.SessionTimeout = *session; return nil },
+		"probing-interval": func(sc *sim.Scenario) error { sc.ProbingInterval = *probing; return nil },
+		"max-warmups":      func(sc *sim.Scenario) error { sc.MaxWarmups = *warmups; return nil },
+		"leave-deadline":   func(sc *sim.Scenario) error { sc.LeaveDeadline = *deadline; return nil },
+		"standbys":         func(sc *sim.Scenario) error { sc.Standbys = *standbys; return nil },
+		"replay-lag":       func(sc *sim.Scenario) error { sc.ReplayLag = *replayLag; return nil },
+		"handover": func(sc *sim.Scenario) (err error) {
+			if sc.Handover, err = sim.ParseHandover(*handover); err != nil {
 				return &sim.RangeError{Name: "handover", Got: strconv.Quote(*handover), Want: "one-round, follow-up or withhold"}
 			}
-			sc.Handover = h
+			return nil
+		},
+	}
+	// adjust applies the overriding flags to a scenario and checks it.
+	adjust := func(sc *sim.Scenario) error {
+		for name, apply := range overrides {
+			if !set[name] {
+				continue
+			}
+			if err := apply(sc); err != nil {
+				return err // only -handover can fail here: map order does not matter
+			}
 		}
 		return sc.Check()
 	}
