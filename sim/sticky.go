@@ -119,6 +119,9 @@ func (s *stickyStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assig
 	}
 	target := s.target(cur, lag)
 
+	if s.kind == WarmUp {
+		s.orphansToCaughtUp(cur, target, lag)
+	}
 	var withheld []string
 	nWarm := 0
 	warm := make([]bool, n) // task has a warm-up kept or placed
@@ -166,6 +169,35 @@ func (s *stickyStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assig
 		}
 	}
 	return as, withheld, nil
+}
+
+// orphansToCaughtUp is KIP-441's rule for a task nobody runs (its owner
+// left or crashed) whose balanced target has not caught up: it becomes
+// active on a caught-up member (a standby, state on disk), the least loaded
+// one, and the target warms up to take it later. cur records that member
+// as the owner.
+func (s *stickyStrategy) orphansToCaughtUp(cur, target []int, lag [][]float64) {
+	owned := make([]int, len(lag))
+	for _, i := range cur {
+		if i >= 0 {
+			owned[i]++
+		}
+	}
+	for t, task := range s.e.tasks {
+		if cur[t] >= 0 || !task.Stateful || lag[target[t]][t] == 0 {
+			continue
+		}
+		best := -1
+		for i := range lag {
+			if lag[i][t] == 0 && (best < 0 || owned[i] < owned[best]) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			cur[t] = best
+			owned[best]++
+		}
+	}
 }
 
 // placeStandbys gives each stateful task min(Standbys, members that may
