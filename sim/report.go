@@ -28,28 +28,29 @@ func WriteTable(w io.Writer, sc *Scenario, rs []*Result) {
 	writeMetrics(w, names, ms)
 }
 
-// writeMetrics prints the metrics table and the downtime-by-cause table,
-// one row per name.
+// writeMetrics prints two tables, one row per name: the metrics, then the
+// cold hand-overs and the downtime by cause.
 func writeMetrics(w io.Writer, names []string, ms []Metrics) {
 	// Names are padded by hand: tabwriter aligns every column one way.
 	name := func(s string) string { return fmt.Sprintf("%-16s", s) }
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\tdowntime\tstateful\tcold hand-overs\t\t\trebalances\tmoves\tduplicate\tunbalanced\tlongest\tpeak load\t\n", name("strategy"))
-	fmt.Fprintf(tw, "%s\ttask-s\tdown task-s\tall\tplanned\tunavoidable\t\t\ttask-s\ts\ts\tactive/all\t\n", name(""))
+	fmt.Fprintf(tw, "%s\tdowntime\tstateful down\trebalances\tmoves\tduplicate\tunbalanced\tlongest\tpeak load\t\n", name("strategy"))
+	fmt.Fprintf(tw, "%s\ttask-s\ttask-s\t\t\ttask-s\ts\ts\tactive/all\t\n", name(""))
 	for i, m := range ms {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%d/%d\t\n", name(names[i]), m.Downtime.Seconds(), m.StatefulDown.Seconds(),
-			m.Cold, m.ColdPlanned, m.ColdUnavoidable, m.Rebalances, m.Moves,
-			m.Duplicate.Seconds(), m.Unbalanced.Seconds(), m.LongestUnbalanced.Seconds(), m.PeakActive, m.PeakBusy)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%d\t%d\t%.0f\t%.0f\t%.0f\t%d/%d\t\n", name(names[i]), m.Downtime.Seconds(), m.StatefulDown.Seconds(),
+			m.Rebalances, m.Moves, m.Duplicate.Seconds(), m.Unbalanced.Seconds(), m.LongestUnbalanced.Seconds(), m.PeakActive, m.PeakBusy)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintf(tw, "%s\tdowntime by cause, task-s:", name("strategy"))
+	fmt.Fprintln(w, "Cold hand-overs (all; in planned scaling; unavoidable: no live member had the state caught up)\nand downtime by cause, task-s:")
+	fmt.Fprintln(w)
+	fmt.Fprintf(tw, "%s\tcold\tplanned\tunavoidable\t", name("strategy"))
 	for _, c := range Causes() {
 		fmt.Fprintf(tw, "\t%s", c)
 	}
 	fmt.Fprintln(tw, "\t")
 	for i, m := range ms {
-		fmt.Fprintf(tw, "%s\t", name(names[i]))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t", name(names[i]), m.Cold, m.ColdPlanned, m.ColdUnavoidable)
 		for _, c := range Causes() {
 			fmt.Fprintf(tw, "\t%.0f", m.DowntimeBy[c].Seconds())
 		}

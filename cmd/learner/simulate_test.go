@@ -22,8 +22,8 @@ func TestSimulateDefault(t *testing.T) {
 	out, errs, code := simulate(t)
 	require.Equal(t, 0, code, "learner simulate: stderr %q", errs)
 	assert.Empty(t, errs)
-	for _, want := range []string{"96 tasks (16 stateless), 8 members at start", "1 standby(s)", "downtime", "cold hand-overs", "stateful",
-		"learner (stable)", "learner (eager)", "stop-the-world", "cooperative", "warm-up+probing", "downtime by cause"} {
+	for _, want := range []string{"96 tasks (16 stateless), 8 members at start", "1 standby(s)", "downtime", "cold", "unavoidable", "stateful down",
+		"learner (stable)", "learner (eager)", "stop-the-world", "cooperative", "warm-up+probing", "downtime by cause", "crash"} {
 		assert.Contains(t, out, want)
 	}
 }
