@@ -25,7 +25,7 @@ const (
 	svgHeader = 20
 	svgGap    = 16 // between panels
 	svgBreak  = 18 // a cut-out stretch of nothing happening
-	charWidth = 7  // a generous estimate of one character at svgFont px
+	charWidth = 8  // a generous estimate of one character at svgFont px (DejaVu Sans: 7.6 for digits)
 )
 
 // quiet is how long nothing must happen before the picture cuts the
@@ -362,7 +362,7 @@ func (a *axis) labels() []tickLabel {
 		if l.tick {
 			x0 -= textWidth(l.text) / 2
 		}
-		if x0 < end+6 || x0+textWidth(l.text) > svgWidth {
+		if x0 < end+12 || x0+textWidth(l.text) > svgWidth {
 			continue
 		}
 		out = append(out, l)
