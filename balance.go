@@ -180,8 +180,8 @@ func (g *group) balance() {
 // balancePlan is the state of balance.
 type balancePlan struct {
 	*group
-	spread spread   // per-subtopology counts; off (zero) until the group needs balancing
-	shed   *shedder // each donor's movable tasks
+	spread spread  // per-subtopology counts; off (zero) until the group needs balancing
+	shed   shedder // each donor's movable tasks
 	donors *memberHeap
 	recv   *memberHeap
 }

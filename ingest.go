@@ -110,8 +110,8 @@ type reader struct {
 	// linear in its report.
 	stamp []int32
 	kind  []uint8
-	racks map[string]int32
-	warm  []warmEntry // every member's, in rank order
+	racks map[string]int32 // interned racks, nil until a member has one
+	warm  []warmEntry      // every member's, in rank order
 
 	// The member being read.
 	m            *MemberMetadata
@@ -122,7 +122,7 @@ type reader struct {
 	learning     []int32
 }
 
-func newReader(g *group) *reader {
+func newReader(g *group) reader {
 	var heldN, warmN int
 	for i := range g.in {
 		m := &g.in[i]
@@ -132,7 +132,7 @@ func newReader(g *group) *reader {
 	n, nt := len(g.in), len(g.tasks)
 	g.held = csr{start: make([]int32, n+1), items: make([]int32, 0, heldN)}
 	g.warmBy = csr{start: make([]int32, n+1)}
-	return &reader{group: g, stamp: make([]int32, nt), kind: make([]uint8, nt), racks: map[string]int32{},
+	return reader{group: g, stamp: make([]int32, nt), kind: make([]uint8, nt),
 		warm: make([]warmEntry, 0, warmN)}
 }
 
@@ -210,6 +210,9 @@ func (rd *reader) readProfile() error {
 	if m.Rack != "" {
 		if !validID(m.Rack) {
 			return memberErr(m, rd.pos, "malformed rack %q", m.Rack)
+		}
+		if rd.racks == nil {
+			rd.racks = map[string]int32{}
 		}
 		id, ok := rd.racks[m.Rack]
 		if !ok {

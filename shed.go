@@ -41,7 +41,7 @@ func (g *group) sheddable(t, o int32) bool {
 // cuts a segment where the kind or, with spread on, the subtopology
 // changes. Subtopologies usually follow topology order; a member whose
 // tasks do not is sorted by subtopology.
-func newShedder(g *group, sp *spread) *shedder {
+func newShedder(g *group, sp *spread) shedder {
 	n := len(g.load)
 	start := make([]int32, n+1)
 	for t, o := range g.owner {
@@ -52,7 +52,7 @@ func newShedder(g *group, sp *spread) *shedder {
 	for m := range n {
 		start[m+1] += start[m]
 	}
-	s := &shedder{group: g, spread: sp, movable: make([]int32, start[n])}
+	s := shedder{group: g, spread: sp, movable: make([]int32, start[n])}
 	next := append([]int32(nil), start[:n]...)
 	for pass := range 2 {
 		wantStateful := pass == 1
