@@ -101,8 +101,8 @@ type warmEntry struct {
 	standby      bool
 }
 
-// reader is ingest's scratch state, reused from member to member so that
-// reading costs no allocation per member.
+// reader is ingest's scratch state, sized once and reused from member to
+// member so that reading costs no allocation per member.
 type reader struct {
 	*group
 	// stamp[t] is rank+1 of the member that last listed t and kind[t] the
@@ -123,17 +123,18 @@ type reader struct {
 }
 
 func newReader(g *group) reader {
-	var heldN, warmN int
+	var heldN, warmN, standbyMax, learningMax int
 	for i := range g.in {
 		m := &g.in[i]
 		heldN += len(m.Assigned) + len(m.Revoked)
 		warmN += len(m.Standby) + len(m.Lag)
+		standbyMax, learningMax = max(standbyMax, len(m.Standby)), max(learningMax, len(m.Learning))
 	}
 	n, nt := len(g.in), len(g.tasks)
 	g.held = csr{start: make([]int32, n+1), items: make([]int32, 0, heldN)}
 	g.warmBy = csr{start: make([]int32, n+1)}
 	return reader{group: g, stamp: make([]int32, nt), kind: make([]uint8, nt),
-		warm: make([]warmEntry, 0, warmN)}
+		warm: make([]warmEntry, 0, warmN), standby: make([]int32, 0, standbyMax), learning: make([]int32, 0, learningMax)}
 }
 
 // listed returns the lists (kind*) the member being read has listed t in so far.
