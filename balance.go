@@ -142,6 +142,16 @@ func (g *group) move(t, m int32) {
 	g.load[m]++
 }
 
+// balancePlan is the state of balance, kept out of the group because
+// nothing after balance reads it.
+type balancePlan struct {
+	*group
+	spread spread  // per-subtopology counts; off (zero) until the group needs balancing
+	shed   shedder // each donor's movable tasks
+	donors *memberHeap
+	recv   *memberHeap
+}
+
 // balance moves tasks from heavy to light staying members until no move
 // lowers the imbalance (rule 7). A donor gives, in order: a task the
 // receiver has local state for, smallest reported lag first, then standbys
@@ -175,15 +185,6 @@ func (g *group) balance() {
 		}
 	}
 	p.run()
-}
-
-// balancePlan is the state of balance.
-type balancePlan struct {
-	*group
-	spread spread  // per-subtopology counts; off (zero) until the group needs balancing
-	shed   shedder // each donor's movable tasks
-	donors *memberHeap
-	recv   *memberHeap
 }
 
 // heavier reports whether a is the better donor: taking a task from it saves more.
