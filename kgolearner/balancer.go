@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/wire"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -129,7 +130,7 @@ type Config struct {
 type Balancer struct {
 	topo     *topology
 	assignor *learner.Assignor
-	codec    *learner.Codec
+	codec    *wire.Codec
 	policy   learner.RejoinPolicy
 	hooks    Hooks
 	cl       atomic.Pointer[kgo.Client]
@@ -162,7 +163,7 @@ func New(cfg Config) (*Balancer, error) {
 	return &Balancer{
 		topo:          topo,
 		assignor:      a,
-		codec:         learner.NewCodec(a),
+		codec:         wire.NewCodec(a),
 		policy:        cfg.Policy,
 		hooks:         cfg.Hooks,
 		w:             learner.NewWorker(workerID, cfg.Policy),

@@ -1,18 +1,8 @@
-package learner
-
-import (
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"hash/fnv"
-	"math"
-	"math/bits"
-	"slices"
-)
-
-// This file is the binary wire format that carries a member's report to the
-// leader (Kafka: the JoinGroup subscription's user data) and the leader's
-// answer back (Kafka: the SyncGroup assignment's user data).
+// Package wire is the binary format that carries a member's report to the
+// group leader (Kafka: the JoinGroup subscription's user data) and the
+// leader's answer back (Kafka: the SyncGroup assignment's user data): a
+// learner.MemberMetadata and a learner.Assignment, with tasks named by their
+// position in the topology instead of by ID.
 //
 // Layout, version 1 (uvarint = encoding/binary's unsigned varint; string =
 // uvarint length then bytes):
@@ -48,18 +38,31 @@ import (
 // Compatibility: a decoder reads the fields it knows and ignores any bytes
 // after them, so a newer minor revision appends fields at the end and older
 // leaders keep working. An incompatible change bumps the version byte; a
-// decoder rejects a version it does not know with ErrWireFormat.
+// decoder rejects a version it does not know with ErrMalformed.
 //
 // Task indices only mean something to a receiver with the same task list,
 // so every message carries the encoder's topology fingerprint. A receiver
 // whose fingerprint differs gets ErrTopologyMismatch and keeps what does not
 // depend on indices (IDs, flags, capacity, rack and tasks sent by name).
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/learnerassignor/learner"
+)
 
 // Errors returned by the decoders wrap one of these.
 var (
-	// ErrWireFormat reports bytes that are not a message of a known version
+	// ErrMalformed reports bytes that are not a message of a known version
 	// of the wire format: truncated, corrupt, or from an incompatible version.
-	ErrWireFormat = errors.New("malformed wire format")
+	ErrMalformed = errors.New("malformed wire format")
 	// ErrTopologyMismatch reports a message encoded against a different
 	// task list, whose task indices the receiver cannot interpret.
 	ErrTopologyMismatch = errors.New("topology mismatch")
@@ -81,22 +84,24 @@ const (
 // topology. It is immutable and safe for concurrent use; build it once per
 // Assignor, since hashing the task list is linear in the topology.
 type Codec struct {
-	a           *Assignor
+	a           *learner.Assignor
+	tasks       []learner.Task // a's tasks: a position's ID
 	fingerprint uint64
 }
 
 // NewCodec returns a Codec for a's topology.
-func NewCodec(a *Assignor) *Codec {
+func NewCodec(a *learner.Assignor) *Codec {
 	// Only the IDs and their order decide what an index means, so only they
 	// are hashed: members that disagree on a task's statefulness can still
 	// read each other's reports.
 	h := fnv.New64a()
 	var n [binary.MaxVarintLen64]byte
-	for _, t := range a.tasks {
+	tasks := a.Tasks()
+	for _, t := range tasks {
 		h.Write(n[:binary.PutUvarint(n[:], uint64(len(t.ID)))])
 		h.Write([]byte(t.ID))
 	}
-	return &Codec{a: a, fingerprint: h.Sum64()}
+	return &Codec{a: a, tasks: tasks, fingerprint: h.Sum64()}
 }
 
 // Fingerprint returns the hash of the topology's task IDs in order that
@@ -105,11 +110,11 @@ func (c *Codec) Fingerprint() uint64 { return c.fingerprint }
 
 // AppendMember appends the encoding of m to b. Lists may be in any order;
 // tasks the topology lacks are sent by name. It fails, wrapping
-// ErrInvalidMember, on a task listed twice in one list, a negative capacity
+// learner.ErrInvalidMember, on a task listed twice in one list, a negative capacity
 // or lag, or a malformed ID.
-func (c *Codec) AppendMember(b []byte, m MemberMetadata) ([]byte, error) {
+func (c *Codec) AppendMember(b []byte, m learner.MemberMetadata) ([]byte, error) {
 	where := func(err error) error {
-		return fmt.Errorf("learner: encode member %q: %v: %w", m.ID, err, ErrInvalidMember)
+		return fmt.Errorf("wire: encode member %q: %v: %w", m.ID, err, learner.ErrInvalidMember)
 	}
 	if m.Capacity < 0 || m.Capacity > maxWireCapacity {
 		return nil, where(fmt.Errorf("capacity %d out of range", m.Capacity))
@@ -153,11 +158,11 @@ func (c *Codec) AppendMember(b []byte, m MemberMetadata) ([]byte, error) {
 
 // AppendAssignment appends the encoding of as to b. Lists may be in any
 // order; tasks the topology lacks (a revoked task of an older topology) are
-// sent by name. It fails, wrapping ErrInvalidMember, on a task listed twice
+// sent by name. It fails, wrapping learner.ErrInvalidMember, on a task listed twice
 // in one list or a malformed ID.
-func (c *Codec) AppendAssignment(b []byte, as Assignment) ([]byte, error) {
+func (c *Codec) AppendAssignment(b []byte, as learner.Assignment) ([]byte, error) {
 	where := func(err error) error {
-		return fmt.Errorf("learner: encode assignment of %q: %v: %w", as.MemberID, err, ErrInvalidMember)
+		return fmt.Errorf("wire: encode assignment of %q: %v: %w", as.MemberID, err, learner.ErrInvalidMember)
 	}
 	b = c.appendHeader(b, wireKindAssignment)
 	var err error
@@ -177,15 +182,15 @@ func (c *Codec) AppendAssignment(b []byte, as Assignment) ([]byte, error) {
 // followed by tasks sent by name; empty lists are nil.
 //
 // Bytes from an unknown version or that do not parse give an error wrapping
-// ErrWireFormat. A message from a different topology gives an error
+// ErrMalformed. A message from a different topology gives an error
 // wrapping ErrTopologyMismatch together with the metadata minus the tasks
 // sent by index. Decoding never panics, and allocates at most a small
 // multiple of len(b): every declared length is checked against the bytes
 // that remain before anything is allocated.
-func (c *Codec) DecodeMember(b []byte) (MemberMetadata, error) {
+func (c *Codec) DecodeMember(b []byte) (learner.MemberMetadata, error) {
 	d := wireDecoder{c: c, b: b, what: "member metadata"}
 	match := d.header(wireKindMember)
-	var m MemberMetadata
+	var m learner.MemberMetadata
 	m.ID = d.id("ID", true)
 	flags := d.byte("flags")
 	m.Leaving = flags&wireFlagLeaving != 0
@@ -209,13 +214,13 @@ func (c *Codec) DecodeMember(b []byte) (MemberMetadata, error) {
 		switch byName := i - (n - len(lagNamed)); {
 		case d.err != nil:
 		case byName >= 0:
-			m.Lag = append(m.Lag, TaskLag{Task: lagNamed[byName], Lag: int64(lag)})
+			m.Lag = append(m.Lag, learner.TaskLag{Task: lagNamed[byName], Lag: int64(lag)})
 		case match:
-			m.Lag = append(m.Lag, TaskLag{Task: lagIndexed[i], Lag: int64(lag)})
+			m.Lag = append(m.Lag, learner.TaskLag{Task: lagIndexed[i], Lag: int64(lag)})
 		}
 	}
 	if d.err != nil {
-		return MemberMetadata{}, d.err
+		return learner.MemberMetadata{}, d.err
 	}
 	return m, d.mismatch(match)
 }
@@ -223,10 +228,10 @@ func (c *Codec) DecodeMember(b []byte) (MemberMetadata, error) {
 // DecodeAssignment decodes an assignment encoded by AppendAssignment, by this
 // version of the package or a newer one. Errors, allocation and the partial
 // result on ErrTopologyMismatch are as for DecodeMember.
-func (c *Codec) DecodeAssignment(b []byte) (Assignment, error) {
+func (c *Codec) DecodeAssignment(b []byte) (learner.Assignment, error) {
 	d := wireDecoder{c: c, b: b, what: "assignment"}
 	match := d.header(wireKindAssignment)
-	var as Assignment
+	var as learner.Assignment
 	as.MemberID = d.id("member ID", true)
 	as.Assigned = d.taskset("assigned", match)
 	as.Revoked = d.taskset("revoked", match)
@@ -234,7 +239,7 @@ func (c *Codec) DecodeAssignment(b []byte) (Assignment, error) {
 	as.Learned = d.taskset("learned", match)
 	as.Standby = d.taskset("standby", match)
 	if d.err != nil {
-		return Assignment{}, d.err
+		return learner.Assignment{}, d.err
 	}
 	return as, d.mismatch(match)
 }
@@ -246,8 +251,8 @@ func (c *Codec) appendHeader(b []byte, kind byte) []byte {
 
 // appendID appends an ID (empty only where the decoder allows it).
 func appendID(b []byte, what, s string) ([]byte, error) {
-	if s != "" && !validID(s) {
-		return nil, fmt.Errorf("malformed %s %q (want 1-%d letters, digits, '_', '-', '.')", what, s, maxIDLen)
+	if s != "" && !learner.ValidID(s) {
+		return nil, fmt.Errorf("malformed %s %q (want 1-%d letters, digits, '_', '-', '.')", what, s, learner.MaxIDLen)
 	}
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...), nil
@@ -275,8 +280,8 @@ func (c *Codec) appendTaskset(b []byte, what string, ids []string) ([]byte, []st
 	idx := make([]int32, 0, len(ids))
 	var names []string
 	for _, id := range ids {
-		if t := c.a.index.lookup(id); t != none {
-			idx = append(idx, t)
+		if t := c.a.TaskIndex(id); t >= 0 {
+			idx = append(idx, int32(t))
 		} else {
 			names = append(names, id)
 		}
@@ -284,7 +289,7 @@ func (c *Codec) appendTaskset(b []byte, what string, ids []string) ([]byte, []st
 	slices.Sort(idx)
 	for i := 1; i < len(idx); i++ {
 		if idx[i] == idx[i-1] {
-			return nil, nil, fmt.Errorf("task %q listed twice in %s", c.a.tasks[idx[i]].ID, what)
+			return nil, nil, fmt.Errorf("task %q listed twice in %s", c.tasks[idx[i]].ID, what)
 		}
 	}
 	if len(names) > 0 {
@@ -340,7 +345,7 @@ func (c *Codec) appendTaskset(b []byte, what string, ids []string) ([]byte, []st
 	}
 	order := make([]string, 0, len(ids))
 	for _, t := range idx {
-		order = append(order, c.a.tasks[t].ID)
+		order = append(order, c.tasks[t].ID)
 	}
 	return b, append(order, names...), nil
 }
@@ -360,7 +365,7 @@ type wireDecoder struct {
 
 func (d *wireDecoder) fail(format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("learner: decode %s: byte %d: %s: %w", d.what, d.at, fmt.Sprintf(format, args...), ErrWireFormat)
+		d.err = fmt.Errorf("wire: decode %s: byte %d: %s: %w", d.what, d.at, fmt.Sprintf(format, args...), ErrMalformed)
 	}
 }
 
@@ -387,7 +392,7 @@ func (d *wireDecoder) mismatch(match bool) error {
 	if match {
 		return nil
 	}
-	return fmt.Errorf("learner: decode %s: fingerprint %016x, this topology's is %016x: %w",
+	return fmt.Errorf("wire: decode %s: fingerprint %016x, this topology's is %016x: %w",
 		d.what, binary.BigEndian.Uint64(d.b[2:]), d.c.fingerprint, ErrTopologyMismatch)
 }
 
@@ -441,12 +446,12 @@ func (d *wireDecoder) id(what string, emptyOK bool) string {
 	if d.err != nil {
 		return ""
 	}
-	if n > maxIDLen {
-		d.fail("%s of %d bytes is longer than %d", what, n, maxIDLen)
+	if n > learner.MaxIDLen {
+		d.fail("%s of %d bytes is longer than %d", what, n, learner.MaxIDLen)
 		return ""
 	}
 	raw := d.b[d.off : d.off+n]
-	if !(n == 0 && emptyOK) && !validID(string(raw)) {
+	if !(n == 0 && emptyOK) && !learner.ValidID(string(raw)) {
 		d.fail("%s %q is not a valid ID", what, raw)
 		return ""
 	}
@@ -497,7 +502,7 @@ func (d *wireDecoder) gaps(what string, count uint64, match bool) []string {
 	if match && count > 0 {
 		ids = make([]string, 0, count)
 	}
-	tasks := d.c.a.tasks
+	tasks := d.c.tasks
 	nt, next := uint64(len(tasks)), uint64(0)
 	for range count {
 		gap := d.uvarint(what + " index")
@@ -534,7 +539,7 @@ func (d *wireDecoder) bitset(what string, count uint64, match bool) []string {
 	if !match {
 		return nil
 	}
-	tasks := d.c.a.tasks
+	tasks := d.c.tasks
 	nt := uint64(len(tasks))
 	if last := uint64(span*8 - 1 - bits.LeadingZeros8(bs[span-1])); first >= nt || last >= nt-first {
 		d.fail("%s: bitset of tasks %d to %d beyond the topology's %d tasks", what, first, first+last, nt)
@@ -565,7 +570,7 @@ func (d *wireDecoder) names(what string, match bool) []string {
 		switch {
 		case d.err != nil:
 			return nil
-		case match && d.c.a.index.lookup(name) != none:
+		case match && d.c.a.TaskIndex(name) >= 0:
 			d.fail("%s: task %q sent by name, but the topology has it", what, name)
 			return nil
 		case seen[name]:
