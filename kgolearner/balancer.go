@@ -144,11 +144,12 @@ type Balancer struct {
 
 var _ kgo.GroupBalancer = (*Balancer)(nil)
 
-// workerID is the ID of the member's learner.Worker. The coordinator's
+// workerID is the ID of the member's learner.Worker, and the member ID in
+// every message of the wire format, which requires one. The coordinator's
 // member ID identifies a member to the leader; it travels in Kafka's own
-// JoinGroup fields and may change when a session expires, so it is left
-// out of the user data.
-const workerID = ""
+// JoinGroup fields and may change when a session expires, so the user data
+// carries this short placeholder instead, and the leader ignores it.
+const workerID = "self"
 
 // New returns a Balancer for the given configuration.
 func New(cfg Config) (*Balancer, error) {

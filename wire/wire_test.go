@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -80,7 +81,7 @@ func denseIDs(from, to int) []string {
 }
 
 var wireMembers = []learner.MemberMetadata{
-	{},
+	{ID: "S0"},
 	{ID: "S1", Assigned: []string{"0_3", "0_1"}, Revoked: []string{"alpha"}, Learning: []string{"0_7"}},
 	{ID: "kgo-2b7f.x_1", Assigned: denseIDs(0, 60), Standby: denseIDs(64, 100), Leaving: true, Capacity: 8, Rack: "rack-a"},
 	{ID: "S4", Learning: []string{"1_0", "beta", "0_9"}, Ready: []string{"beta", "1_0"}, Standby: []string{"0_2"},
@@ -89,7 +90,7 @@ var wireMembers = []learner.MemberMetadata{
 }
 
 var wireAssignments = []learner.Assignment{
-	{},
+	{MemberID: "S0"},
 	{MemberID: "S1", Assigned: []string{"0_1", "alpha"}, Learned: []string{"alpha"}, Standby: []string{"0_50"}},
 	{MemberID: "S2", Assigned: denseIDs(10, 90), Revoked: []string{"old-task", "0_5"}, Learning: []string{"1_0", "beta"}},
 }
@@ -121,9 +122,9 @@ func TestWireAssignmentRoundTrip(t *testing.T) {
 // 60 consecutive tasks fit a bitset of 8 bytes instead of 60 gap bytes.
 func TestWireDenseUsesBitset(t *testing.T) {
 	c := wireTopology(t, 100)
-	dense, err := c.AppendAssignment(nil, learner.Assignment{Assigned: denseIDs(0, 60)})
+	dense, err := c.AppendAssignment(nil, learner.Assignment{MemberID: "S", Assigned: denseIDs(0, 60)})
 	require.NoError(t, err)
-	assert.LessOrEqual(t, len(dense), wireHeaderLen+1+4+8+4,
+	assert.LessOrEqual(t, len(dense), wireHeaderLen+2+1+4+8+4,
 		"AppendAssignment(60 consecutive tasks) = %d bytes, want a bitset of about 8", len(dense))
 }
 
@@ -185,49 +186,195 @@ func TestWireEncodeRejectsBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, learner.ErrInvalidMember, "AppendAssignment(duplicate learned) = %q", b)
 }
 
+// refusedMembers are reports Assign rejects for a rule the codec can check
+// on one member alone, each with the words its error must hold.
+var refusedMembers = []struct {
+	name string
+	m    learner.MemberMetadata
+	msg  string
+}{
+	{"empty member ID", learner.MemberMetadata{Assigned: []string{"0_1"}}, `ID ""`},
+	{"known task assigned and standby", learner.MemberMetadata{ID: "S1", Assigned: []string{"0_1"}, Standby: []string{"0_1", "0_2"}},
+		`task "0_1" listed in both assigned and standby`},
+	{"known task revoked and learning", learner.MemberMetadata{ID: "S1", Revoked: []string{"alpha", "0_3"}, Learning: []string{"0_2", "alpha"}},
+		`task "alpha" listed in both revoked and learning`},
+	{"unknown task assigned and revoked", learner.MemberMetadata{ID: "S1", Assigned: []string{"gone"}, Revoked: []string{"gone"}},
+		`task "gone" listed in both assigned and revoked`},
+	{"unknown task learning and standby", learner.MemberMetadata{ID: "S1", Learning: []string{"gone"}, Standby: []string{"0_1", "gone"}},
+		`task "gone" listed in both learning and standby`},
+	{"ready task not learning", learner.MemberMetadata{ID: "S1", Assigned: []string{"0_3"}, Learning: []string{"0_4"}, Ready: []string{"0_4", "0_3"}},
+		`ready task "0_3" is not in learning`},
+	{"unknown ready task not learning", learner.MemberMetadata{ID: "S1", Learning: []string{"gone"}, Ready: []string{"gone", "gone-too"}},
+		`ready task "gone-too" is not in learning`},
+}
+
+// TestWireEncodeRefusesWhatAssignRejects: a member cannot send a report the
+// leader's Assign would reject for the whole group.
+func TestWireEncodeRefusesWhatAssignRejects(t *testing.T) {
+	c := wireTopology(t, 10)
+	for _, tc := range refusedMembers {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.a.Assign([]learner.MemberMetadata{tc.m})
+			require.ErrorIs(t, err, learner.ErrInvalidMember, "Assign(%+v): the case must be one Assign rejects", tc.m)
+			b, err := c.AppendMember(nil, tc.m)
+			require.ErrorIs(t, err, learner.ErrInvalidMember, "AppendMember(%+v) = %x", tc.m, b)
+			assert.Contains(t, err.Error(), tc.msg)
+			assert.True(t, strings.HasPrefix(err.Error(), "wire: encode member "), "error %q lacks the package prefix", err)
+		})
+	}
+}
+
+// TestWireDecodeRefusesWhatAssignRejects: the same reports, written by hand
+// as a faulty or hostile encoder would, do not decode.
+func TestWireDecodeRefusesWhatAssignRejects(t *testing.T) {
+	c := wireTopology(t, 10)
+	for _, tc := range refusedMembers {
+		t.Run(tc.name, func(t *testing.T) {
+			b := rawMember(c, tc.m)
+			m, err := c.DecodeMember(b)
+			require.ErrorIs(t, err, ErrMalformed, "DecodeMember(%x) = %+v", b, m)
+			assert.Contains(t, err.Error(), tc.msg)
+			assert.True(t, strings.HasPrefix(err.Error(), "wire: decode member metadata"), "error %q lacks the package prefix", err)
+		})
+	}
+}
+
+// refusedAssignments break the rules of Assign's output that a member
+// relies on: a member ID, each task in at most one of assigned, learning and
+// standby (Worker.Apply refuses the rest), learned tasks among the assigned.
+var refusedAssignments = []struct {
+	name string
+	as   learner.Assignment
+	msg  string
+}{
+	{"empty member ID", learner.Assignment{Assigned: []string{"0_1"}}, `member ID ""`},
+	{"known task assigned and learning", learner.Assignment{MemberID: "S1", Assigned: []string{"0_1", "0_2"}, Learning: []string{"0_2"}},
+		`task "0_2" listed in both assigned and learning`},
+	{"unknown task learning and standby", learner.Assignment{MemberID: "S1", Learning: []string{"gone"}, Standby: []string{"gone"}},
+		`task "gone" listed in both learning and standby`},
+	{"learned task not assigned", learner.Assignment{MemberID: "S1", Assigned: []string{"0_1"}, Learned: []string{"0_1", "0_4"}},
+		`learned task "0_4" is not in assigned`},
+}
+
+func TestWireAssignmentRefusesWhatAssignNeverSends(t *testing.T) {
+	c := wireTopology(t, 10)
+	for _, tc := range refusedAssignments {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := c.AppendAssignment(nil, tc.as)
+			require.ErrorIs(t, err, learner.ErrInvalidMember, "AppendAssignment(%+v) = %x", tc.as, b)
+			assert.Contains(t, err.Error(), tc.msg)
+
+			b = rawAssignment(c, tc.as)
+			as, err := c.DecodeAssignment(b)
+			require.ErrorIs(t, err, ErrMalformed, "DecodeAssignment(%x) = %+v", b, as)
+			assert.Contains(t, err.Error(), tc.msg)
+		})
+	}
+}
+
+// rawMember writes m as the package doc lays it out, without the encoder's
+// checks: capacity 1, no rack, flags or lags.
+func rawMember(c *Codec, m learner.MemberMetadata) []byte {
+	b := c.appendHeader(nil, wireKindMember)
+	b = binary.AppendUvarint(b, uint64(len(m.ID)))
+	b = append(append(b, m.ID...), 0, 1, 0)
+	b = appendRawTasksets(c, b, m.Assigned, m.Revoked, m.Learning, m.Ready, m.Standby)
+	return append(b, 0)
+}
+
+// rawAssignment is rawMember for an assignment.
+func rawAssignment(c *Codec, as learner.Assignment) []byte {
+	b := c.appendHeader(nil, wireKindAssignment)
+	b = binary.AppendUvarint(b, uint64(len(as.MemberID)))
+	b = append(b, as.MemberID...)
+	return appendRawTasksets(c, b, as.Assigned, as.Revoked, as.Learning, as.Learned, as.Standby)
+}
+
+// appendRawTasksets writes each list as a taskset of gaps and names.
+func appendRawTasksets(c *Codec, b []byte, lists ...[]string) []byte {
+	for _, l := range lists {
+		var idx []int
+		var names []string
+		for _, id := range l {
+			if t := c.a.TaskIndex(id); t >= 0 {
+				idx = append(idx, t)
+			} else {
+				names = append(names, id)
+			}
+		}
+		slices.Sort(idx)
+		header := uint64(len(idx)) << 2
+		if len(names) > 0 {
+			header |= 2
+		}
+		b = binary.AppendUvarint(b, header)
+		prev := -1
+		for _, t := range idx {
+			b = binary.AppendUvarint(b, uint64(t-prev-1))
+			prev = t
+		}
+		if len(names) > 0 {
+			b = binary.AppendUvarint(b, uint64(len(names)))
+			for _, name := range names {
+				b = binary.AppendUvarint(b, uint64(len(name)))
+				b = append(b, name...)
+			}
+		}
+	}
+	return b
+}
+
 func TestWireDecodeRejectsHostileInput(t *testing.T) {
 	c := wireTopology(t, 100)
 	valid, err := c.AppendMember(nil, wireMembers[3])
 	require.NoError(t, err)
 	header := valid[:wireHeaderLen]
-	// body builds a member message after a valid header.
+	// body builds a member message after a valid header; s1 starts it
+	// with ID "S1", no flags, capacity 1 and no rack.
 	body := func(b ...byte) []byte { return append(slices.Clone(header), b...) }
-	cases := map[string][]byte{
-		"empty":                  nil,
-		"version 0":              append([]byte{0}, valid[1:]...),
-		"version 2":              append([]byte{2}, valid[1:]...),
-		"version 255":            append([]byte{255}, valid[1:]...),
-		"assignment kind":        append([]byte{1, wireKindAssignment}, valid[2:]...),
-		"huge ID length":         body(0xff, 0xff, 0xff, 0xff, 0x0f),
-		"ID length past the end": body(5, 'a', 'b'),
-		"ID not an ID":           body(2, 'a', ' '),
-		"varint overflow":        body(0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
-		"capacity too big":       body(0, 0, 0x80, 0x80, 0x80, 0x80, 0x08),
-		"huge task count":        body(0, 0, 1, 0, 0xfc, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 1),
-		"index past topology":    body(0, 0, 1, 0, 1<<2, 103),
-		"gap overflow":           body(0, 0, 1, 0, 2<<2, 50, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f),
-		"huge bitset length":     body(0, 0, 1, 0, 1<<2|1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 1),
-		"bitset count mismatch":  body(0, 0, 1, 0, 2<<2|1, 0, 1, 1),
-		"bitset zero tail":       body(0, 0, 1, 0, 1<<2|1, 0, 2, 1, 0),
-		"bitset past topology":   body(0, 0, 1, 0, 1<<2|1, 99, 1, 0x10),
-		"huge name count":        body(0, 0, 1, 0, 2, 0xff, 0xff, 0xff, 0xff, 0x0f, 1, 'x'),
-		"empty name list":        body(0, 0, 1, 0, 2, 0),
-		"known task by name":     body(0, 0, 1, 0, 2, 1, 3, '0', '_', '1'),
-		"name twice":             body(0, 0, 1, 0, 2, 2, 1, 'x', 1, 'x'),
-		"lag out of range":       body(0, 0, 1, 0, 0, 0, 0, 0, 0, 1<<2, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
+	s1 := func(b ...byte) []byte { return body(append([]byte{2, 'S', '1', 0, 1, 0}, b...)...) }
+	cases := []struct {
+		name string
+		b    []byte
+		msg  string
+	}{
+		{"empty", nil, "shorter than the 10-byte header"},
+		{"version 0", append([]byte{0}, valid[1:]...), "unknown version 0"},
+		{"version 2", append([]byte{2}, valid[1:]...), "unknown version 2"},
+		{"version 255", append([]byte{255}, valid[1:]...), "unknown version 255"},
+		{"assignment kind", append([]byte{1, wireKindAssignment}, valid[2:]...), "message kind 2, want 1"},
+		{"huge ID length", body(0xff, 0xff, 0xff, 0xff, 0x0f), "ID length: declared"},
+		{"ID length past the end", body(5, 'a', 'b'), "ID length: declared 5"},
+		{"ID not an ID", body(2, 'a', ' '), `malformed ID "a "`},
+		{"varint overflow", body(2, 'S', '1', 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), "capacity: varint overflows"},
+		{"capacity too big", body(2, 'S', '1', 0, 0x80, 0x80, 0x80, 0x80, 0x08), "capacity 2147483648 out of range"},
+		{"huge task count", s1(0xfc, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 1), "assigned: declared"},
+		{"index past topology", s1(1<<2, 103), "assigned: task index 0+103 beyond"},
+		{"gap overflow", s1(2<<2, 50, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f), "assigned: task index 51+"},
+		{"huge bitset length", s1(1<<2|1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 1), "assigned bitset length: declared"},
+		{"bitset count mismatch", s1(2<<2|1, 0, 1, 1), "assigned: bitset of 1 bytes holds 1 tasks, header declares 2"},
+		{"bitset zero tail", s1(1<<2|1, 0, 2, 1, 0), "no zero byte at the end"},
+		{"bitset past topology", s1(1<<2|1, 99, 1, 0x10), "assigned: bitset of tasks 99 to 103 beyond"},
+		{"huge name count", s1(2, 0xff, 0xff, 0xff, 0xff, 0x0f, 1, 'x'), "assigned name count: declared"},
+		{"empty name list", s1(2, 0), "assigned: empty name list flagged"},
+		{"known task by name", s1(2, 1, 3, '0', '_', '1'), `assigned: task "0_1" sent by name, but the topology has it`},
+		{"name twice", s1(2, 2, 1, 'x', 1, 'x'), `assigned: task "x" listed twice`},
+		{"lag out of range", s1(0, 0, 0, 0, 0, 1<<2, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), "lag 18446744073709551615 out of range"},
 	}
 	for i := range len(valid) {
-		cases[fmt.Sprintf("truncated to %d of %d bytes", i, len(valid))] = valid[:i]
+		cases = append(cases, struct {
+			name string
+			b    []byte
+			msg  string
+		}{fmt.Sprintf("truncated to %d of %d bytes", i, len(valid)), valid[:i], ""})
 	}
-	for name, b := range cases {
-		m, err := c.DecodeMember(b)
-		if assert.ErrorIs(t, err, ErrMalformed, "%s: DecodeMember(%x) = %+v", name, b, m) {
-			assert.True(t, strings.HasPrefix(err.Error(), "wire: "), "%s: error %q lacks the package prefix", name, err)
+	for _, tc := range cases {
+		m, err := c.DecodeMember(tc.b)
+		if assert.ErrorIs(t, err, ErrMalformed, "%s: DecodeMember(%x) = %+v", tc.name, tc.b, m) {
+			assert.True(t, strings.HasPrefix(err.Error(), "wire: decode member metadata: "), "%s: error %q lacks the package prefix", tc.name, err)
+			assert.Contains(t, err.Error(), tc.msg, "%s: DecodeMember(%x)", tc.name, tc.b)
 		}
 	}
-	_, err = c.DecodeMember(append([]byte{2}, valid[1:]...))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "version 2", "DecodeMember(version 2) error names the version")
 }
 
 // TestWireDecodeAllocationBounded checks that declared lengths cannot make
@@ -235,7 +382,7 @@ func TestWireDecodeRejectsHostileInput(t *testing.T) {
 func TestWireDecodeAllocationBounded(t *testing.T) {
 	c := wireTopology(t, 100_000)
 	huge := c.appendHeader(nil, wireKindMember)
-	huge = append(huge, 0, 0, 1, 0, 0xfc, 0xff, 0xff, 0xff, 0x0f)
+	huge = append(huge, 2, 'S', '1', 0, 1, 0, 0xfc, 0xff, 0xff, 0xff, 0x0f)
 	huge = append(huge, make([]byte, 1000)...) // 1000 zero gaps: tasks 0..999, then truncated
 	dense, err := c.AppendMember(nil, learner.MemberMetadata{ID: "S1", Standby: denseIDs(0, 100_000)})
 	require.NoError(t, err)
@@ -247,10 +394,11 @@ func TestWireDecodeAllocationBounded(t *testing.T) {
 			c.DecodeMember(b)
 		}
 		runtime.ReadMemStats(&after)
-		// A decoded task is a 16-byte string header sharing the topology's
-		// ID; a bitset byte holds up to 8 of them.
+		// A decoded task is a 4-byte index, which the rules are checked on,
+		// then a 16-byte string header sharing the topology's ID; a bitset
+		// byte holds up to 8 of them.
 		perRun := (after.TotalAlloc - before.TotalAlloc) / 10
-		assert.LessOrEqual(t, perRun, uint64(8*16*len(b)+4096), "%s: DecodeMember(%d bytes) allocated bytes per call", name, len(b))
+		assert.LessOrEqual(t, perRun, uint64(8*(4+16)*len(b)+4096), "%s: DecodeMember(%d bytes) allocated bytes per call", name, len(b))
 	}
 }
 
@@ -285,13 +433,43 @@ func TestWireJoinGroupPayload(t *testing.T) {
 		total := 0
 		for i := range members {
 			// The member ID travels in Kafka's own JoinGroup fields, so the
-			// Kafka balancer leaves it empty in the user data.
-			b, err := c.AppendMember(nil, learner.MemberMetadata{Assigned: assigned[i], Standby: standby[i]})
+			// Kafka balancer sends a 4-byte placeholder in the user data.
+			b, err := c.AppendMember(nil, learner.MemberMetadata{ID: "self", Assigned: assigned[i], Standby: standby[i]})
 			require.NoError(t, err)
 			total += len(b)
 		}
 		t.Logf("%s: JoinGroup user data for %d members x %d tasks, 1 standby: %d bytes in all, %.1f bytes per member",
 			placement.name, members, tasks, total, float64(total)/members)
 		assert.LessOrEqual(t, total, 512<<10, "%s: JoinGroup user data, want at most 512 KiB (well under Kafka's 1 MB)", placement.name)
+	}
+}
+
+// BenchmarkWireDecodeMember decodes the JoinGroup user data of a leader of
+// 1,000 members and 100,000 tasks (as in TestWireJoinGroupPayload, random
+// placement): 100 assigned and 100 standby tasks each, per operation.
+func BenchmarkWireDecodeMember(b *testing.B) {
+	const members, tasks = 1000, 100_000
+	c := wireTopology(b, tasks)
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(tasks)
+	ms := make([]learner.MemberMetadata, members)
+	for task := range tasks {
+		o := perm[task] % members
+		ms[o].Assigned = append(ms[o].Assigned, fmt.Sprintf("0_%d", task))
+		ms[(o+1)%members].Standby = append(ms[(o+1)%members].Standby, fmt.Sprintf("0_%d", task))
+	}
+	data := make([][]byte, members)
+	for i := range ms {
+		ms[i].ID = "self"
+		var err error
+		data[i], err = c.AppendMember(nil, ms[i])
+		require.NoError(b, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, d := range data {
+			if _, err := c.DecodeMember(d); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
