@@ -29,6 +29,12 @@ func FuzzDecode(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	for _, tc := range refusedMembers {
+		f.Add(rawMember(c, tc.m))
+	}
+	for _, tc := range refusedAssignments {
+		f.Add(rawAssignment(c, tc.as))
+	}
 	f.Add([]byte{})
 	f.Add([]byte{2, 1, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{1, 1}) // a recipe Assign and AppendMember refuse: 0_1 assigned and revoked
