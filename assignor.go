@@ -93,8 +93,8 @@ func (a *Assignor) Tasks() []Task { return append([]Task(nil), a.tasks...) }
 
 // TaskIndex returns the position of the task with the given ID in the
 // topology's order (the order of Tasks), or -1 if the topology has no such
-// task. It takes constant time and allocates nothing, so an encoder can name
-// tasks by position instead of by ID.
+// task. It is a table or hash lookup that allocates nothing, so an encoder
+// can name tasks by position instead of by ID.
 func (a *Assignor) TaskIndex(id string) int { return int(a.index.lookup(id)) }
 
 // ValidID reports whether id is a well-formed member, task or rack ID:
