@@ -1,4 +1,4 @@
-package learner
+package learner_test
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	. "github.com/learnerassignor/learner"
 )
 
 // This file generates the benchmark inputs: one rebalance of a group that was
@@ -237,7 +239,7 @@ func checkBenchMembers(t *testing.T, tasks []Task, m int, ev benchEvent, members
 	// ready for it and keeping a standby of it.
 	held, learning, ready, standby := make([][]int, len(tasks)), make([]int, len(tasks)), make([]int, len(tasks)), make([][]int, len(tasks))
 	index := func(who int, id string) int32 {
-		k := a.index.lookup(id)
+		k := LookupTask(a, id)
 		if k < 0 {
 			t.Fatalf("member %d lists %q, not a topology task", who, id)
 		}
@@ -247,7 +249,7 @@ func checkBenchMembers(t *testing.T, tasks []Task, m int, ev benchEvent, members
 	var empty, leaving int
 	minAssigned, maxAssigned := len(tasks), 0
 	for i, md := range members {
-		if !validID(md.ID) || ids[md.ID] {
+		if !ValidID(md.ID) || ids[md.ID] {
 			t.Fatalf("member %d: ID %q malformed or duplicate", i, md.ID)
 		}
 		ids[md.ID] = true

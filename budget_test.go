@@ -1,10 +1,13 @@
-package learner
+package learner_test
 
 import (
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	. "github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 // With a learner budget B and every learner ready one rebalance after it is
@@ -63,7 +66,7 @@ func TestLearnerBudgetConvergenceBound(t *testing.T) {
 					next := nextReports(in, out)
 					again, err := a.Assign(next)
 					require.NoError(t, err)
-					if !sameAsInput(next, again) {
+					if !learnertest.FixedPoint(next, again) {
 						t.Errorf("rebalance after the learner-free one changed the group:\n%s", FormatAssignments(again))
 					}
 					for i, o := range again {

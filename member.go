@@ -113,3 +113,10 @@ func RoleConflicts(lists ...[]string) []RoleConflict {
 	}
 	return cs
 }
+
+// CompareIDs orders member IDs the way Assign lists its Assignments: runs of
+// digits compare as numbers, so "S2" sorts before "S10"; IDs equal as
+// numbers ("S01", "S1") fall back to byte order, so the order is total. It
+// returns a negative number, zero or a positive number, like
+// strings.Compare, so it can be passed to slices.SortFunc.
+func CompareIDs(a, b string) int { return compareIDs(a, b) }

@@ -1,9 +1,11 @@
-package learner
+package learner_test
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	. "github.com/learnerassignor/learner"
 )
 
 // Members joining a group whose subtopologies are spread keep them spread:
@@ -57,7 +59,7 @@ func TestPropertyJoinsKeepSubtopologiesSpread(t *testing.T) {
 			}
 			for _, id := range append(o.Learning, o.Assigned...) {
 				if !learned[id] {
-					s, _, _ := parseSubtopologyID(id)
+					s, _, _ := ParseSubtopologyID(id)
 					planned[o.MemberID][s]++
 				}
 			}

@@ -1,4 +1,4 @@
-package learner
+package learner_test
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 
 	"fmt"
 	"slices"
+
+	. "github.com/learnerassignor/learner"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
