@@ -160,7 +160,7 @@ func TestAssignBalancedStageIsFixedPoint(t *testing.T) {
 		}
 		in = nextReports(in, out)
 	}
-	t.Fatalf("no fixed point after 10 rounds; last assignment:\n%s", FormatAssignments(out))
+	require.Failf(t, "no fixed point", "no fixed point after 10 rounds; last assignment:\n%s", FormatAssignments(out))
 }
 
 func taskIDs(from, to int) []string {

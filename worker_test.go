@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	. "github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -19,9 +20,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func joined(t *testing.T, policy RejoinPolicy, a Assignment) *Worker {
 	t.Helper()
 	w := NewWorker(a.MemberID, policy)
-	if !w.ShouldRejoin(t0) {
-		t.Fatal("new worker: ShouldRejoin = false, want true")
-	}
+	require.True(t, w.ShouldRejoin(t0), "new worker ShouldRejoin")
 	w.Join()
 	_, err := w.Apply(a)
 	require.NoError(t, err)
@@ -188,8 +187,7 @@ func TestWorkerDoesNotAliasInputs(t *testing.T) {
 // TestWorkersDriveAssign runs the document's Scale Down walkthrough with a
 // real Assignor and one Worker per member, as a group would: S2 leaves, S3
 // and then S1 finish learning and rejoin, and S2 shuts down once it has
-// handed everything over. Every round keeps each task active on exactly one
-// member.
+// handed everything over. Every round keeps every rule of learnertest.Check.
 func TestWorkersDriveAssign(t *testing.T) {
 	tasks := []Task{{"T1", true}, {"T2", true}, {"T3", true}, {"T4", true}, {"T5", true}}
 	a, err := New(tasks, Options{})
@@ -203,19 +201,12 @@ func TestWorkersDriveAssign(t *testing.T) {
 		}
 		as, err := a.Assign(ms)
 		require.NoError(t, err)
-		owners := map[string]int{}
+		vs := learnertest.Check(tasks, Options{}, ms, as)
+		require.Empty(t, vs, "%s breaks rules:\n%s", what, learnertest.FormatViolations(vs))
 		cs := map[string]Changes{}
 		for i, w := range ws {
-			for _, id := range as[i].Assigned {
-				owners[id]++
-			}
 			cs[w.ID()], err = w.Apply(as[i])
 			require.NoError(t, err)
-		}
-		for _, task := range tasks {
-			if owners[task.ID] != 1 {
-				t.Fatalf("%s: task %s active on %d members, want 1:\n%s", what, task.ID, owners[task.ID], FormatAssignments(as))
-			}
 		}
 		return cs
 	}
@@ -236,9 +227,7 @@ func TestWorkersDriveAssign(t *testing.T) {
 			learner[l[0]] = w
 		}
 	}
-	if learner["T3"] == nil || learner["T4"] == nil {
-		t.Fatalf("first rebalance: changes %+v, want one learner of T3 and one of T4 on S1 and S3", cs)
-	}
+	require.True(t, learner["T3"] != nil && learner["T4"] != nil, "first rebalance: changes %+v, want one learner of T3 and one of T4 on S1 and S3", cs)
 
 	first, second := learner["T4"], learner["T3"]
 	assert.True(t, first.Restored("T4"), "Restored(T4) of its learner")
@@ -256,9 +245,7 @@ func TestWorkersDriveAssign(t *testing.T) {
 	assert.True(t, ws[1].ShouldShutdown(t0), "S2 ShouldShutdown after its hand-over")
 	for _, w := range []*Worker{ws[0], ws[2]} {
 		m := w.Join()
-		if len(m.Learning) > 0 || len(m.Revoked) > 0 {
-			t.Errorf("%s at the end: %s, want only active tasks", w.ID(), FormatMember(m))
-		}
+		assert.Empty(t, slices.Concat(m.Learning, m.Revoked), "%s at the end: %s, want only active tasks", w.ID(), FormatMember(m))
 	}
 }
 
@@ -301,11 +288,11 @@ func TestWorkerCrashRejoinWithAssign(t *testing.T) {
 			owners[id] = x.MemberID
 		}
 	}
-	assert.Equal(t, 4, len(owners), "tasks with an owner after the crash:\n", FormatAssignments(as))
-	assert.Equal(t, "S1-b", owners["T1"], "owner of T1, whose state S1-b found on disk:\n", FormatAssignments(as))
+	assert.Len(t, owners, 4, "tasks with an owner after the crash:\n%s", FormatAssignments(as))
+	assert.Equal(t, "S1-b", owners["T1"], "owner of T1, whose state S1-b found on disk:\n%s", FormatAssignments(as))
 	i := slices.IndexFunc(as, func(x Assignment) bool { return x.MemberID == "S1-b" })
 	c, err := s1b.Apply(as[i])
 	require.NoError(t, err)
-	assert.True(t, slices.Contains(c.StartActive, "T1"), fmt.Sprintf("S1-b's changes %+v start T1", c))
+	assert.Contains(t, c.StartActive, "T1", "S1-b's changes %+v start T1", c)
 	assert.Equal(t, MemberMetadata{ID: "S1-b", Assigned: as[i].Assigned}, s1b.Join(), "S1-b reports no lag for a task it runs")
 }
