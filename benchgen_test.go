@@ -239,7 +239,7 @@ func checkBenchMembers(t *testing.T, tasks []Task, m int, ev benchEvent, members
 	held, learning, ready, standby := make([][]int, len(tasks)), make([]int, len(tasks)), make([]int, len(tasks)), make([][]int, len(tasks))
 	index := func(who int, id string) int32 {
 		k := LookupTask(a, id)
-		require.GreaterOrEqual(t, k, int32(0), "member %d lists %q, not a topology task", who, id)
+		require.True(t, k >= 0, "member %d lists %q, not a topology task", who, id)
 		return k
 	}
 	ids := map[string]bool{}
@@ -279,7 +279,7 @@ func checkBenchMembers(t *testing.T, tasks []Task, m int, ev benchEvent, members
 		if len(held[k]) == 0 {
 			orphans++
 		}
-		require.LessOrEqual(t, len(held[k]), 1, "task %s held by members %v, want one", tasks[k].ID, held[k])
+		require.True(t, len(held[k]) <= 1, "task %s held by members %v, want one", tasks[k].ID, held[k])
 		require.True(t, learning[k] == ready[k] && learning[k] <= 1, "task %s: %d learners, %d ready, want equal and at most 1", tasks[k].ID, learning[k], ready[k])
 		learned += learning[k]
 		wantStandbys := 0
