@@ -299,9 +299,10 @@ func FormatViolations(vs []Violation) string {
 }
 
 // Shrink returns a smaller group that still fails: it keeps taking the
-// first one-step-smaller candidate (shrinkCandidates) that fails, within a
-// budget of calls. Groups stay valid: a task removed from the topology is
-// removed from every list too.
+// first one-step-smaller candidate that fails (halves of the members or
+// tasks first, down to single tasks and fields), within a budget of calls.
+// Groups stay valid: a task removed from the topology is removed from every
+// list too.
 func Shrink(g learner.Rebalance, fails func(learner.Rebalance) bool) learner.Rebalance {
 	for budget := 5000; budget > 0; {
 		progress := false
