@@ -14,7 +14,7 @@ import (
 type AssignFunc func([]learner.MemberMetadata) ([]learner.Assignment, error)
 
 // CheckAssign runs assign, Assign or a function standing in for it, on in
-// and checks everything: the rules of Check, and those that need more calls
+// and checks everything: the rules of Check, and those that need more calls:
 //
 //	error          valid input is never refused
 //	mutated        in is deep-equal before and after
