@@ -86,7 +86,7 @@ func floorPass(a *Assignor, tasks int, members []MemberMetadata) int {
 		m := &members[r]
 		for _, list := range [...][]string{m.Assigned, m.Revoked, m.Learning, m.Ready, m.Standby} {
 			for _, id := range list {
-				if t := LookupTask(a, id); t >= 0 {
+				if t := a.TaskIndex(id); t >= 0 {
 					slot[t] = int32(r)
 					found++
 				}

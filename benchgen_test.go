@@ -237,8 +237,8 @@ func checkBenchMembers(t *testing.T, tasks []Task, m int, ev benchEvent, members
 	// Per task: the members holding it (assigned or revoked), learning it,
 	// ready for it and keeping a standby of it.
 	held, learning, ready, standby := make([][]int, len(tasks)), make([]int, len(tasks)), make([]int, len(tasks)), make([][]int, len(tasks))
-	index := func(who int, id string) int32 {
-		k := LookupTask(a, id)
+	index := func(who int, id string) int {
+		k := a.TaskIndex(id)
 		require.True(t, k >= 0, "member %d lists %q, not a topology task", who, id)
 		return k
 	}

@@ -86,7 +86,7 @@ func owned(out []Assignment, id string) int {
 // the rule it is about, not the list order.
 func insert(a *Assignor, l []string, id string) []string {
 	l = append(l, id)
-	slices.SortFunc(l, func(x, y string) int { return int(LookupTask(a, x) - LookupTask(a, y)) })
+	slices.SortFunc(l, func(x, y string) int { return a.TaskIndex(x) - a.TaskIndex(y) })
 	return l
 }
 
@@ -130,7 +130,7 @@ var mutations = []mutation{
 		tasks := a.Tasks()
 		for i, o := range out {
 			for _, id := range o.Assigned {
-				if t := tasks[LookupTask(a, id)]; !t.Stateful || slices.Contains(o.Learned, id) {
+				if t := tasks[a.TaskIndex(id)]; !t.Stateful || slices.Contains(o.Learned, id) {
 					continue
 				}
 				for j := range out {
