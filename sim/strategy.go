@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 // strategy is what differs between the rebalancing strategies: what a member
@@ -177,8 +178,14 @@ func (s *learnerStrategy) join(m *member) learner.MemberMetadata {
 
 func (s *learnerStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assignment, []string, error) {
 	as, err := s.assignor.Assign(joins)
-	if err != nil || s.e.sc.Handover != HandoverWithhold {
-		return as, nil, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if vs := learnertest.Check(s.e.tasks, s.assignor.Options(), joins, as); len(vs) > 0 {
+		return nil, nil, fmt.Errorf("Assign breaks rules:\n%s", learnertest.FormatViolations(vs))
+	}
+	if s.e.sc.Handover != HandoverWithhold {
+		return as, nil, nil
 	}
 	return withhold(as, joins, s.e.index, s.e.tasks)
 }
