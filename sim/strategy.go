@@ -66,9 +66,12 @@ const (
 	// learned task at its join and the leader gives it to the ready learner
 	// in the same rebalance.
 	HandoverOneRound Handover = iota
-	// HandoverFollowUp is one round, followed by the empty rebalance kgo's
-	// cooperative protocol starts when a member lost a partition: nothing
-	// moves in it, but owners stop their learned tasks at its join too.
+	// HandoverFollowUp is kgolearner's one-round hand-over: a ready
+	// learner's task moves in the rebalance its owner released it in, and
+	// kgo follows a rebalance in which a member lost partitions with one
+	// more, in which nothing moves (owners release their learned tasks at
+	// its join too). A stateless task that moves stays with its owner one
+	// more generation, tagged learned, and moves at the next rebalance.
 	HandoverFollowUp
 	// HandoverWithhold withholds a task that moves for one generation: the
 	// old owner revokes it, the new owner keeps learning it, and the
@@ -76,8 +79,9 @@ const (
 	HandoverWithhold
 )
 
-// DefaultHandover is what kgolearner on main does.
-const DefaultHandover = HandoverWithhold
+// DefaultHandover is what kgolearner on main does (4846b37: one-round
+// hand-over, kgo's follow-up rebalance).
+const DefaultHandover = HandoverFollowUp
 
 var handoverNames = [...]string{HandoverOneRound: "one-round", HandoverFollowUp: "follow-up", HandoverWithhold: "withhold"}
 
@@ -184,10 +188,13 @@ func (s *learnerStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assi
 	if vs := learnertest.Check(s.e.tasks, s.assignor.Options(), joins, as); len(vs) > 0 {
 		return nil, nil, fmt.Errorf("Assign breaks rules:\n%s", learnertest.FormatViolations(vs))
 	}
-	if s.e.sc.Handover != HandoverWithhold {
-		return as, nil, nil
+	switch s.e.sc.Handover {
+	case HandoverWithhold:
+		return withhold(as, joins, s.e.index, s.e.tasks)
+	case HandoverFollowUp:
+		holdStateless(as, joins, s.e.index, s.e.tasks)
 	}
-	return withhold(as, joins, s.e.index, s.e.tasks)
+	return as, nil, nil
 }
 
 // withhold is kgolearner's leader: a task assigned to a member while another
@@ -228,6 +235,42 @@ func withhold(as []learner.Assignment, joins []learner.MemberMetadata, index map
 	}
 	slices.SortFunc(withheld, func(x, y string) int { return index[x] - index[y] })
 	return as, withheld, nil
+}
+
+// holdStateless is kgolearner's leader for stateless tasks: one that Assign
+// moves away from a member that still runs it (reported it in Assigned)
+// stays with that member one more generation, tagged learned, while the
+// new owner learns it; the owner releases it at its next join and the next
+// rebalance gives it to the learner.
+func holdStateless(as []learner.Assignment, joins []learner.MemberMetadata, index map[string]int, tasks []learner.Task) {
+	runs := make(map[string]int, len(joins)) // stateless task -> position in as of the member running it
+	for _, j := range joins {
+		i := slices.IndexFunc(as, func(a learner.Assignment) bool { return a.MemberID == j.ID })
+		for _, id := range j.Assigned {
+			if t, ok := index[id]; ok && !tasks[t].Stateful && i >= 0 {
+				runs[id] = i
+			}
+		}
+	}
+	byIndex := func(x, y string) int { return index[x] - index[y] }
+	for i := range as {
+		a := &as[i]
+		for _, id := range slices.Clone(a.Assigned) {
+			o, ok := runs[id]
+			if !ok || o == i {
+				continue
+			}
+			a.Assigned = slices.DeleteFunc(a.Assigned, func(x string) bool { return x == id })
+			a.Learning = append(a.Learning, id)
+			slices.SortFunc(a.Learning, byIndex)
+			old := &as[o]
+			old.Revoked = slices.DeleteFunc(old.Revoked, func(x string) bool { return x == id })
+			old.Assigned = append(old.Assigned, id)
+			old.Learned = append(old.Learned, id)
+			slices.SortFunc(old.Assigned, byIndex)
+			slices.SortFunc(old.Learned, byIndex)
+		}
+	}
 }
 
 func (s *learnerStrategy) apply(m *member, a learner.Assignment) {
