@@ -122,7 +122,7 @@ func (h *history) chaos() {
 			h.join()
 		}
 	case 2:
-		if sm := pick(h.ch, live); sm != nil && !sm.m.leaving {
+		if sm := pick(h.ch, live); sm != nil && !sm.m.Heartbeat().Leaving {
 			var deadline time.Time
 			if h.ch.intn(2) == 1 {
 				deadline = h.now.Add(time.Duration(1+h.ch.intn(20)) * time.Second)
@@ -202,7 +202,7 @@ func (h *history) step() error {
 	h.now = h.now.Add(step)
 	if h.faults {
 		h.chaos()
-	} else if !slices.ContainsFunc(h.live(), func(sm *simMember) bool { return !sm.m.leaving }) {
+	} else if !slices.ContainsFunc(h.live(), func(sm *simMember) bool { return !sm.m.Heartbeat().Leaving }) {
 		h.join() // a quiet group needs a staying member to converge
 	}
 	h.deliverStash()
@@ -249,8 +249,7 @@ func (h *history) tick(sm *simMember) error {
 		h.logf("%s fences itself", m.ID())
 		return nil
 	}
-	hb := m.Heartbeat()
-	if hb.Leaving && !hb.Deadline.IsZero() && !h.now.Before(hb.Deadline) {
+	if m.ShouldShutdown(h.now) {
 		h.depart(sm, "its leave deadline passed")
 		return nil
 	}

@@ -2,31 +2,24 @@ package coordinator
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/learnerassignor/learner"
 )
 
-// Member is the member side of the protocol: the state one member keeps
-// between heartbeats. It builds each Heartbeat, applies each Response and
-// says what the application must start and stop (as learner.Changes).
+// Member is the member side of the protocol: a learner.Worker, which keeps
+// the member's roles and turns each target into learner.Changes, plus the
+// member epoch. It builds each Heartbeat and applies each Response.
 //
-// Member is pure like Coordinator: no clocks, I/O or goroutines. It is not
-// safe for concurrent use. Timing is the application's: heartbeat every
-// Response.HeartbeatInterval, at once after applying changes that stop an
-// active task, and call Stop (then rejoin with a new Member and ID) when no
-// response has come for the member's own timeout, shorter than the
-// coordinator's session timeout.
+// Member is pure like Coordinator: no clocks, I/O or goroutines; time comes
+// in as an argument. It is not safe for concurrent use. Timing is the
+// application's: heartbeat every Response.HeartbeatInterval, at once after
+// applying changes that stop an active task, and call Stop (then start over
+// with a new Member and ID) when no response has come for the member's own
+// fence timeout, shorter than the coordinator's session timeout.
 type Member struct {
-	id       string
+	w        *learner.Worker
 	epoch    int64
-	active   []string
-	learning []string
-	ready    map[string]bool
-	standby  []string
-	lag      map[string]int64
-	leaving  bool
 	deadline time.Time
 	capacity int
 	rack     string
@@ -35,142 +28,85 @@ type Member struct {
 // NewMember returns a member with the given ID that runs nothing; its first
 // heartbeat (epoch 0) joins the group.
 func NewMember(id string) *Member {
-	return &Member{id: id, ready: map[string]bool{}, lag: map[string]int64{}}
+	return &Member{w: learner.NewWorker(id, learner.RejoinStable)}
 }
 
 // ID returns the member's ID.
-func (m *Member) ID() string { return m.id }
+func (m *Member) ID() string { return m.w.ID() }
 
 // Epoch returns the epoch of the last response applied; 0 before the first.
 func (m *Member) Epoch() int64 { return m.epoch }
-
-// Active, Learning and Standby return the tasks the member runs in each role.
-func (m *Member) Active() []string   { return slices.Clone(m.active) }
-func (m *Member) Learning() []string { return slices.Clone(m.learning) }
-func (m *Member) Standby() []string  { return slices.Clone(m.standby) }
 
 // SetCapacity sets the capacity and rack the member reports (see
 // learner.MemberMetadata).
 func (m *Member) SetCapacity(capacity int, rack string) { m.capacity, m.rack = capacity, rack }
 
-// Heartbeat returns what the member reports now.
+// Heartbeat returns what the member reports now: what it runs, learns and
+// keeps as standby, its learners' readiness and the lags it knows.
 func (m *Member) Heartbeat() Heartbeat {
-	hb := Heartbeat{
-		MemberID: m.id, Epoch: m.epoch,
-		Active: slices.Clone(m.active), Learning: slices.Clone(m.learning), Standby: slices.Clone(m.standby),
-		Leaving: m.leaving, Deadline: m.deadline, Capacity: m.capacity, Rack: m.rack,
+	// The worker's join report is its current status: the coordinator never
+	// tags tasks learned, so nothing moves to Revoked.
+	md := m.w.Join()
+	return Heartbeat{
+		MemberID: md.ID, Epoch: m.epoch,
+		Active: md.Assigned, Learning: md.Learning, Ready: md.Ready, Standby: md.Standby, Lag: md.Lag,
+		Leaving: md.Leaving, Deadline: m.deadline, Capacity: m.capacity, Rack: m.rack,
 	}
-	for _, t := range m.learning {
-		if m.ready[t] {
-			hb.Ready = append(hb.Ready, t)
-		}
-	}
-	for _, t := range sortedKeys(m.lag) {
-		hb.Lag = append(hb.Lag, learner.TaskLag{Task: t, Lag: m.lag[t]})
-	}
-	return hb
 }
 
-func sortedKeys(m map[string]int64) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks) // map order must not reach the heartbeat
-	return ks
-}
+// Active returns the tasks the member runs active.
+func (m *Member) Active() []string { return m.w.Join().Assigned }
 
 // Apply takes the response to the member's latest heartbeat and returns the
-// changes the application must make (Stop lists before Start lists; a task
-// in StopLearning and StartActive is a promotion that continues from the
-// replayed state). A response older than the member's epoch changes nothing.
-// A response for another member or holding a task in two roles is an error
-// wrapping ErrInvalidResponse and changes nothing.
+// changes the application must make, as learner.Worker.Apply does (Stop
+// lists before Start lists; a task in StopLearning and StartActive is a
+// promotion that continues from the replayed state; Shutdown when a leaving
+// member has nothing left to run). A response older than the member's epoch
+// changes nothing. A response for another member or holding a task in two
+// roles is an error wrapping ErrInvalidResponse and changes nothing.
 func (m *Member) Apply(r Response) (learner.Changes, error) {
-	if r.MemberID != m.id {
-		return learner.Changes{}, fmt.Errorf("coordinator: response for member %q applied to member %q: %w", r.MemberID, m.id, ErrInvalidResponse)
-	}
-	seen := map[string]bool{}
-	for _, l := range [][]string{r.Active, r.Learning, r.Standby} {
-		for _, t := range l {
-			if seen[t] {
-				return learner.Changes{}, fmt.Errorf("coordinator: response for member %q: task %q in two roles: %w", m.id, t, ErrInvalidResponse)
-			}
-			seen[t] = true
-		}
-	}
-	if r.Epoch < m.epoch {
+	if r.Epoch < m.epoch && r.MemberID == m.ID() {
 		return learner.Changes{}, nil
 	}
-	c := learner.Changes{
-		StartActive:   missing(r.Active, m.active),
-		StopActive:    missing(m.active, r.Active),
-		StartLearning: missing(r.Learning, m.learning),
-		StopLearning:  missing(m.learning, r.Learning),
-		StartStandby:  missing(r.Standby, m.standby),
-		StopStandby:   missing(m.standby, r.Standby),
-		Shutdown:      r.Shutdown,
+	c, err := m.w.Apply(learner.Assignment{MemberID: r.MemberID, Assigned: r.Active, Learning: r.Learning, Standby: r.Standby})
+	if err != nil {
+		return learner.Changes{}, fmt.Errorf("coordinator: %w: %w", ErrInvalidResponse, err)
 	}
 	m.epoch = r.Epoch
-	m.active, m.learning, m.standby = slices.Clone(r.Active), slices.Clone(r.Learning), slices.Clone(r.Standby)
-	for t := range m.ready {
-		if !slices.Contains(m.learning, t) {
-			delete(m.ready, t)
-		}
-	}
-	for _, t := range m.active {
-		delete(m.lag, t) // an active task's state is current by definition
-	}
+	c.Shutdown = c.Shutdown || r.Shutdown
 	return c, nil
-}
-
-// missing returns the tasks of a that are not in b, in a's order.
-func missing(a, b []string) []string {
-	var out []string
-	for _, t := range a {
-		if !slices.Contains(b, t) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // Restored marks the learner task as ready and reports whether it is one of
 // the member's learners.
-func (m *Member) Restored(task string) bool {
-	if !slices.Contains(m.learning, task) {
-		return false
-	}
-	m.ready[task] = true
-	return true
-}
+func (m *Member) Restored(task string) bool { return m.w.Restored(task) }
 
 // SetLag records the remaining changelog lag of the member's local state of
 // task; a negative lag forgets it.
-func (m *Member) SetLag(task string, lag int64) {
-	if lag < 0 {
-		delete(m.lag, task)
-		return
-	}
-	m.lag[task] = lag
-}
+func (m *Member) SetLag(task string, lag int64) { m.w.SetLag(task, lag) }
 
 // Leave announces that the member leaves, by deadline if it is not zero.
-func (m *Member) Leave(deadline time.Time) { m.leaving, m.deadline = true, deadline }
+func (m *Member) Leave(deadline time.Time) {
+	m.w.Leave(deadline)
+	m.deadline = deadline
+}
+
+// ShouldShutdown reports whether a leaving member should stop now: it has
+// handed everything over, or its deadline has passed.
+func (m *Member) ShouldShutdown(now time.Time) bool { return m.w.ShouldShutdown(now) }
 
 // Stop stops everything: at a leave deadline, after Shutdown, or to fence
 // itself when its session may have expired. It returns what to stop; the
 // member then sends LeaveHeartbeat (if it can) and is done: a member that
 // wants back in starts over with a new ID.
 func (m *Member) Stop() learner.Changes {
-	c := learner.Changes{StopActive: m.active, StopLearning: m.learning, StopStandby: m.standby, Shutdown: true}
-	m.active, m.learning, m.standby = nil, nil, nil
-	clear(m.ready)
-	return c
+	md := m.w.Join()
+	m.w = learner.NewWorker(md.ID, learner.RejoinStable)
+	return learner.Changes{StopActive: md.Assigned, StopLearning: md.Learning, StopStandby: md.Standby, Shutdown: true}
 }
 
 // LeaveHeartbeat returns the member's last message: it has stopped
 // everything and leaves.
 func (m *Member) LeaveHeartbeat() Heartbeat {
-	return Heartbeat{MemberID: m.id, Epoch: m.epoch, Leave: true}
+	return Heartbeat{MemberID: m.ID(), Epoch: m.epoch, Leave: true}
 }

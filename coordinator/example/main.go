@@ -299,8 +299,7 @@ type worker struct {
 	crash  chan struct{}
 	leave  chan time.Time
 
-	readyAt  map[string]time.Time // learners still replaying
-	deadline time.Time
+	readyAt map[string]time.Time // learners still replaying
 }
 
 // restore is how long a learner replays task i's state.
@@ -331,7 +330,6 @@ func (wk *worker) run(ctx context.Context) {
 		case d := <-wk.leave:
 			timer.Stop()
 			wk.m.Leave(d)
-			wk.deadline = d
 			wk.lg.printf("%s: leaving, hands its tasks over through learners", id)
 		case <-timer.C:
 		}
@@ -343,7 +341,7 @@ func (wk *worker) run(ctx context.Context) {
 				wk.lg.printf("%s: learner %s has replayed its state: ready", id, t)
 			}
 		}
-		if !wk.deadline.IsZero() && !now.Before(wk.deadline) {
+		if wk.m.ShouldShutdown(now) {
 			wk.shutdown("its leave deadline passed")
 			return
 		}
