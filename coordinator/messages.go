@@ -150,7 +150,9 @@ func validate(hb Heartbeat) error {
 			if !validID(t) {
 				return heartbeatErr(hb, "%s task %q: malformed ID", l.name, t)
 			}
-			if prev, dup := seen[t]; dup {
+			if prev, dup := seen[t]; dup && prev == l.name {
+				return heartbeatErr(hb, "task %q listed twice in %s", t, l.name)
+			} else if dup {
 				return heartbeatErr(hb, "task %q in both %s and %s", t, prev, l.name)
 			}
 			seen[t] = l.name
