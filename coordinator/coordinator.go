@@ -260,6 +260,10 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 		return Response{}, fmt.Errorf("coordinator: member %q at epoch %d is not in the group (timed out or left): %w", hb.MemberID, hb.Epoch, ErrFenced)
 	case hb.Epoch > m.sent:
 		return Response{}, fmt.Errorf("coordinator: member %q reports epoch %d, the coordinator sent it %d: %w", hb.MemberID, hb.Epoch, m.sent, ErrFenced)
+	case m.sent >= MaxEpoch:
+		// No epoch is left to give it a new target: it must start over. Its
+		// tasks stay counted until its session expires.
+		return Response{}, fmt.Errorf("coordinator: member %q has used up its epochs: %w", hb.MemberID, ErrFenced)
 	case hb.Epoch < m.acked:
 		return c.response(m), nil // late or duplicate: newer news is in already
 	}
