@@ -258,6 +258,10 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 		m = c.add(hb)
 	case m == nil:
 		return Response{}, fmt.Errorf("coordinator: member %q at epoch %d is not in the group (timed out or left): %w", hb.MemberID, hb.Epoch, ErrFenced)
+	case hb.Epoch == 0 && m.acked > 0:
+		// A late copy of its join, or a restarted member reusing the ID of
+		// an incarnation that may still hold tasks: never a fresh start.
+		return Response{}, fmt.Errorf("coordinator: member %q joins with epoch 0, but its ID is in use at epoch %d (an ID is one incarnation): %w", hb.MemberID, m.acked, ErrFenced)
 	case hb.Epoch > m.sent:
 		return Response{}, fmt.Errorf("coordinator: member %q reports epoch %d, the coordinator sent it %d: %w", hb.MemberID, hb.Epoch, m.sent, ErrFenced)
 	case m.sent >= MaxEpoch:

@@ -32,7 +32,9 @@
 // are fixed, so a late heartbeat can only carry older lags. A heartbeat with
 // an epoch the coordinator never issued, or from a member it dropped, gets
 // ErrFenced: the member stops everything and joins again under a new ID.
-// An ID is one incarnation: a member that lost its state never reuses it.
+// An ID is one incarnation: a member that lost its state never reuses it,
+// and a join (epoch 0) under an ID the coordinator knows at a later epoch
+// is fenced too.
 //
 // # The order of a hand-over
 //
