@@ -96,24 +96,8 @@ const (
 	// MaxEpoch bounds epochs: exact in JSON (float64) and far from overflow.
 	MaxEpoch    = 1 << 53
 	maxCapacity = 1 << 20
-	maxIDLen    = 255
 	maxList     = 1 << 24
 )
-
-// validID reports whether id is a well-formed member, task or rack ID: the
-// same rule as the learner package's.
-func validID(id string) bool {
-	if len(id) == 0 || len(id) > maxIDLen {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
 
 func heartbeatErr(hb Heartbeat, format string, args ...any) error {
 	id := hb.MemberID
@@ -126,13 +110,13 @@ func heartbeatErr(hb Heartbeat, format string, args ...any) error {
 // validate checks a heartbeat's shape; it knows nothing of the group.
 func validate(hb Heartbeat) error {
 	switch {
-	case !validID(hb.MemberID):
-		return heartbeatErr(hb, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", maxIDLen)
+	case !learner.ValidID(hb.MemberID):
+		return heartbeatErr(hb, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", learner.MaxIDLen)
 	case hb.Epoch < 0 || hb.Epoch > MaxEpoch:
 		return heartbeatErr(hb, "epoch %d out of range [0, %d]", hb.Epoch, int64(MaxEpoch))
 	case hb.Capacity < 0 || hb.Capacity > maxCapacity:
 		return heartbeatErr(hb, "capacity %d out of range [0, %d]", hb.Capacity, maxCapacity)
-	case hb.Rack != "" && !validID(hb.Rack):
+	case hb.Rack != "" && !learner.ValidID(hb.Rack):
 		return heartbeatErr(hb, "malformed rack %q", hb.Rack)
 	case hb.Epoch == 0 && !hb.Leave && len(hb.Active)+len(hb.Learning)+len(hb.Standby) > 0:
 		return heartbeatErr(hb, "epoch 0 (joining) with tasks: a joining member runs nothing")
@@ -147,7 +131,7 @@ func validate(hb Heartbeat) error {
 			return heartbeatErr(hb, "%d %s tasks, more than %d", len(l.tasks), l.name, maxList)
 		}
 		for _, t := range l.tasks {
-			if !validID(t) {
+			if !learner.ValidID(t) {
 				return heartbeatErr(hb, "%s task %q: malformed ID", l.name, t)
 			}
 			if prev, dup := seen[t]; dup && prev == l.name {
@@ -171,7 +155,7 @@ func validate(hb Heartbeat) error {
 	lagged := make(map[string]bool, len(hb.Lag))
 	for _, l := range hb.Lag {
 		switch {
-		case !validID(l.Task):
+		case !learner.ValidID(l.Task):
 			return heartbeatErr(hb, "lag of task %q: malformed ID", l.Task)
 		case l.Lag < 0:
 			return heartbeatErr(hb, "lag %d of task %q is negative", l.Lag, l.Task)
