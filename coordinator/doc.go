@@ -51,6 +51,8 @@
 //     waits) gets T active. It continues from the replayed state.
 //
 // T is down from step 2 to step 3: about one WaitInterval plus a round trip.
+// From step 1 to step 3 takes up to one HeartbeatInterval more (until the
+// owner's next heartbeat), while the owner keeps processing T.
 // No other task pauses: an owner keeps running a learned task until its
 // learner is ready, and tasks not being moved are never stopped. A task
 // whose owner crashed or left has no one to wait for and is granted at
@@ -62,7 +64,8 @@
 // # Liveness and fencing
 //
 // The coordinator drops a member whose last heartbeat is SessionTimeout old
-// (Tick) and gives its tasks away. That is safe only if the member has
+// and gives its tasks away; the embedder calls Tick often enough (say ten
+// times a session timeout) for that to happen on time. That is safe only if the member has
 // stopped them: a member must stop every task when it has had no response
 // for its own timeout, measured from when it sent the heartbeat, shorter than
 // the session timeout by more than clock-rate error. Member.Stop is that
