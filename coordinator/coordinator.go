@@ -255,6 +255,9 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 		}
 		return Response{MemberID: hb.MemberID, Epoch: hb.Epoch, Shutdown: true, HeartbeatInterval: c.cfg.HeartbeatInterval}, nil
 	case m == nil && (hb.Epoch == 0 || c.Recovering()):
+		if old := c.byID[hb.Replaces]; old != nil {
+			c.remove(old) // it has stopped: its process restarted as hb's sender
+		}
 		m = c.add(hb)
 	case m == nil:
 		return Response{}, fmt.Errorf("coordinator: member %q at epoch %d is not in the group (timed out or left): %w", hb.MemberID, hb.Epoch, ErrFenced)

@@ -65,11 +65,14 @@
 //
 // The coordinator drops a member whose last heartbeat is SessionTimeout old
 // and gives its tasks away; the embedder calls Tick often enough (say ten
-// times a session timeout) for that to happen on time. That is safe only if the member has
-// stopped them: a member must stop every task when it has had no response
-// for its own timeout, measured from when it sent the heartbeat, shorter than
-// the session timeout by more than clock-rate error. Member.Stop is that
-// step; then it rejoins with a new ID.
+// times a session timeout) for that to happen on time. That is safe only if
+// the member has stopped them: a member must stop every task when it has had
+// no response for its own timeout, measured from when it sent the
+// heartbeat, shorter than the session timeout by more than clock-rate error.
+// Member.Stop is that step; then it rejoins with a new ID. A process that
+// restarts joins under a new ID naming the one it replaces (RestartOf,
+// Heartbeat.Replaces, like Kafka's static membership): the coordinator drops
+// the old incarnation at once, and its tasks can return warm.
 //
 // # What a coordinator must persist: nothing
 //

@@ -69,7 +69,7 @@ type history struct {
 	faults  bool
 	log     []string // the last events, printed on failure
 
-	failovers, timeouts, lost, dups, fenced, leaves, crashes, garbage int
+	failovers, timeouts, lost, dups, fenced, leaves, crashes, restarts, garbage int
 }
 
 func newHistory(ch chooser, nTasks, nMembers, k int, opts learner.Options) (*history, error) {
@@ -137,6 +137,13 @@ func (h *history) chaos() {
 			sm.alive = false
 			h.crashes++
 			h.logf("%s crashes", sm.m.ID())
+			if h.ch.intn(2) == 1 { // its process restarts at once
+				h.join()
+				n := h.members[len(h.members)-1]
+				n.m = RestartOf(n.m.ID(), sm.m.ID())
+				h.restarts++
+				h.logf("%s restarts as %s", sm.m.ID(), n.m.ID())
+			}
 		}
 	case 4:
 		c, err := New(h.tasks, Config{Options: h.cfg.Options, SessionTimeout: session, HeartbeatInterval: interval})

@@ -23,12 +23,23 @@ type Member struct {
 	deadline time.Time
 	capacity int
 	rack     string
+	replaces string // until the first response: the incarnation it restarts
 }
 
 // NewMember returns a member with the given ID that runs nothing; its first
 // heartbeat (epoch 0) joins the group.
 func NewMember(id string) *Member {
 	return &Member{w: learner.NewWorker(id, learner.RejoinStable)}
+}
+
+// RestartOf returns a member with the given ID that restarts the stopped
+// member old (same process, new incarnation): its join names old in
+// Heartbeat.Replaces, so the coordinator drops old at once. Report the state
+// old left on disk with SetLag before the first heartbeat.
+func RestartOf(id, old string) *Member {
+	m := NewMember(id)
+	m.replaces = old
+	return m
 }
 
 // ID returns the member's ID.
@@ -51,6 +62,7 @@ func (m *Member) Heartbeat() Heartbeat {
 		MemberID: md.ID, Epoch: m.epoch,
 		Active: md.Assigned, Learning: md.Learning, Ready: md.Ready, Standby: md.Standby, Lag: md.Lag,
 		Leaving: md.Leaving, Deadline: m.deadline, Capacity: m.capacity, Rack: m.rack,
+		Replaces: m.replaces,
 	}
 }
 
@@ -73,6 +85,7 @@ func (m *Member) Apply(r Response) (learner.Changes, error) {
 		return learner.Changes{}, fmt.Errorf("coordinator: %w: %w", ErrInvalidResponse, err)
 	}
 	m.epoch = r.Epoch
+	m.replaces = "" // the coordinator knows: only a join carries it
 	c.Shutdown = c.Shutdown || r.Shutdown
 	return c, nil
 }

@@ -38,6 +38,12 @@ type Heartbeat struct {
 	// Epoch is the epoch of the last Response the member applied; 0 to join.
 	// A joining member runs nothing: Active, Learning and Standby are empty.
 	Epoch int64
+	// Replaces, in a join, names the member this one restarts (Kafka's
+	// static membership): the joining process knows that incarnation has
+	// stopped, so the coordinator drops it at once instead of waiting for
+	// its session to expire, and its tasks can go to the new member, warm
+	// from the state it kept on disk (report it with Lag).
+	Replaces string
 
 	// Active lists the tasks the member runs as their active owner
 	// (processing or restoring).
@@ -118,6 +124,8 @@ func validate(hb Heartbeat) error {
 		return heartbeatErr(hb, "capacity %d out of range [0, %d]", hb.Capacity, maxCapacity)
 	case hb.Rack != "" && !learner.ValidID(hb.Rack):
 		return heartbeatErr(hb, "malformed rack %q", hb.Rack)
+	case hb.Replaces != "" && (hb.Epoch != 0 || !learner.ValidID(hb.Replaces) || hb.Replaces == hb.MemberID):
+		return heartbeatErr(hb, "replaces %q: want the ID of another member, in a join (epoch 0)", hb.Replaces)
 	case hb.Epoch == 0 && !hb.Leave && len(hb.Active)+len(hb.Learning)+len(hb.Standby) > 0:
 		return heartbeatErr(hb, "epoch 0 (joining) with tasks: a joining member runs nothing")
 	}

@@ -37,6 +37,8 @@ var update = flag.Bool("update", false, "rewrite the expected output of testdata
 //	ready S1 T1 ...    S1's learners of these tasks have replayed their state
 //	leave S1 [within D]  S1 announces that it leaves (by a deadline D from now)
 //	crash S1           S1's process dies: it stops everything and sends nothing
+//	restart S1 as S1.2 [disk=T1,T2]  S1's process comes back under a new ID,
+//	                   with those tasks' state on disk; its join replaces S1
 //	wait D             time passes (a Go duration); the coordinator ticks
 //	failover           a new coordinator with no state replaces the old one
 //	topology T1,T2 [stateless=T2]  the tasks change
@@ -200,6 +202,16 @@ func (s *script) run(t *testing.T, cmd string) string {
 	case "crash":
 		s.members[f[1]].Stop()
 		delete(s.members, f[1])
+	case "restart":
+		// restart OLD as NEW [disk=T1,T2]: OLD's process (crashed) comes
+		// back as NEW with the listed tasks' state caught up on disk.
+		m := RestartOf(f[3], f[1])
+		if len(f) > 4 {
+			for _, task := range strings.Split(strings.TrimPrefix(f[4], "disk="), ",") {
+				m.SetLag(task, 0)
+			}
+		}
+		s.members[f[3]] = m
 	case "wait":
 		d, err := time.ParseDuration(f[1])
 		require.NoError(t, err, cmd)
