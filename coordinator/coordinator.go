@@ -87,6 +87,8 @@ type Coordinator struct {
 	recoverUntil time.Time
 	// dirty says that Assign's input changed since the target was computed.
 	dirty bool
+	// assigned, when set (by tests), sees every Assign call's input and output.
+	assigned func(tasks []learner.Task, in []learner.MemberMetadata, out []learner.Assignment)
 }
 
 // member is the coordinator's view of one member.
@@ -451,6 +453,9 @@ func (c *Coordinator) recompute() error {
 	as, err := c.assignor.Assign(mds)
 	if err != nil {
 		return fmt.Errorf("coordinator: assigning the group's target: %w", err)
+	}
+	if c.assigned != nil {
+		c.assigned(c.assignor.Tasks(), mds, as)
 	}
 	changed := false
 	for _, a := range as {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 // This file is the test harness shared by the property test and the fuzz
@@ -68,6 +69,8 @@ type history struct {
 	stash   []stashed
 	faults  bool
 	log     []string // the last events, printed on failure
+	broken  []learnertest.Violation
+	assigns int // Assign calls checked
 
 	failovers, timeouts, lost, dups, fenced, leaves, crashes, restarts, garbage int
 }
@@ -83,6 +86,7 @@ func newHistory(ch chooser, nTasks, nMembers, k int, opts learner.Options) (*his
 		return nil, err
 	}
 	h.c = c
+	c.assigned = h.checkAssign
 	for range nMembers {
 		h.join()
 	}
@@ -151,6 +155,7 @@ func (h *history) chaos() {
 			panic(err)
 		}
 		h.c = c
+		c.assigned = h.checkAssign
 		h.failovers++
 		h.logf("coordinator fails over")
 	case 5:
@@ -204,6 +209,15 @@ func (h *history) garbageHeartbeat() {
 	}
 }
 
+// checkAssign judges every Assign call the coordinator makes by the
+// assignor's rules (learnertest): the coordinator's input to Assign is the
+// group's target and what members report, so this checks that it feeds
+// Assign well-formed, consistent reports.
+func (h *history) checkAssign(tasks []learner.Task, in []learner.MemberMetadata, out []learner.Assignment) {
+	h.assigns++
+	h.broken = append(h.broken, learnertest.Check(tasks, h.cfg.Options, in, out)...)
+}
+
 // step advances the history by one step and checks the invariants.
 func (h *history) step() error {
 	h.now = h.now.Add(step)
@@ -229,6 +243,9 @@ func (h *history) step() error {
 		if err := h.check(); err != nil {
 			return err
 		}
+	}
+	if len(h.broken) > 0 {
+		return fmt.Errorf("Assign's output for the coordinator breaks a rule: %v", h.broken)
 	}
 	return nil
 }

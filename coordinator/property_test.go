@@ -81,10 +81,12 @@ func TestPropertyHistories(t *testing.T) {
 		total.leaves += h.leaves
 		total.crashes += h.crashes
 		total.restarts += h.restarts
+		total.assigns += h.assigns
 		total.garbage += h.garbage
 	}
 	t.Logf("%d histories: %d failovers, %d session timeouts, %d lost and %d late or duplicate heartbeats, %d fenced, %d leaves, %d crashes (%d restarted at once), %d malformed heartbeats",
 		n, total.failovers, total.timeouts, total.lost, total.dups, total.fenced, total.leaves, total.crashes, total.restarts, total.garbage)
+	t.Logf("%d Assign calls judged by learnertest.Check", total.assigns)
 	t.Logf("after the chaos: every task owned within %v, settled within %v (at worst)", time.Duration(maxOwned)*step, time.Duration(maxSettled)*step)
 	// The generator must keep producing every kind of trouble.
 	for name, v := range map[string]int{"failovers": total.failovers, "timeouts": total.timeouts, "lost": total.lost, "dups": total.dups, "fenced": total.fenced, "leaves": total.leaves, "crashes": total.crashes, "restarts": total.restarts, "garbage": total.garbage} {
