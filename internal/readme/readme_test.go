@@ -166,9 +166,7 @@ func readPage(t *testing.T, name string) *page {
 			continue
 		}
 		if h, ok := strings.CutPrefix(strings.TrimLeft(l, "#"), " "); ok && strings.HasPrefix(l, "#") {
-			// GitHub's anchors: lower case, punctuation dropped, spaces to
-			// hyphens, "-1", "-2" for repeats.
-			a := strings.ReplaceAll(anchorDrop.ReplaceAllString(strings.ToLower(strings.TrimSpace(h)), ""), " ", "-")
+			a := anchor(h)
 			if n := seen[a]; n > 0 {
 				p.anchors[fmt.Sprintf("%s-%d", a, n)] = true
 			} else {
@@ -181,6 +179,24 @@ func readPage(t *testing.T, name string) *page {
 		}
 	}
 	return p
+}
+
+// anchor is GitHub's anchor of a heading: lower case, punctuation (backticks
+// included) dropped, spaces to hyphens. Repeats get "-1", "-2" in readPage.
+func anchor(heading string) string {
+	return strings.ReplaceAll(anchorDrop.ReplaceAllString(strings.ToLower(strings.TrimSpace(heading)), ""), " ", "-")
+}
+
+func TestAnchor(t *testing.T) {
+	for heading, want := range map[string]string{
+		"Two commands":          "two-commands",
+		"With Kafka (franz-go)": "with-kafka-franz-go",
+		"The simulator: `go run ./cmd/learner simulate`": "the-simulator-go-run-cmdlearner-simulate",
+		"Side by side with franz-go":                     "side-by-side-with-franz-go",
+		"What's new, 0.5x-2x":                            "whats-new-05x-2x",
+	} {
+		assert.Equal(t, want, anchor(heading), "anchor(%q)", heading)
+	}
 }
 
 // format puts the page back together with its blocks' current lines.
