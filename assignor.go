@@ -79,6 +79,19 @@ const maxTasks = 1 << 30
 // Tasks returns a copy of the topology's tasks, in order.
 func (a *Assignor) Tasks() []Task { return append([]Task(nil), a.tasks...) }
 
+// TaskIndex returns the position of the task with the given ID in the
+// topology's order (the order of Tasks), or -1 if the topology has no such
+// task. It is a table or hash lookup that allocates nothing, so an encoder
+// can name tasks by position instead of by ID.
+func (a *Assignor) TaskIndex(id string) int { return int(a.index.lookup(id)) }
+
+// ValidID reports whether id is a well-formed member, task or rack ID:
+// 1 to MaxIDLen bytes of letters, digits, '_', '-' and '.'.
+func ValidID(id string) bool { return validID(id) }
+
+// MaxIDLen is the length in bytes of the longest valid ID: 255.
+const MaxIDLen = maxIDLen
+
 // Options returns the options the Assignor was built with.
 func (a *Assignor) Options() Options { return a.opts }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/wire"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -91,7 +92,7 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 			// Another topology keeps what does not depend on it
 			// (leaving, capacity, tasks sent by name); anything else
 			// keeps nothing.
-			if !errors.Is(err, learner.ErrTopologyMismatch) {
+			if !errors.Is(err, wire.ErrTopologyMismatch) {
 				m = learner.MemberMetadata{}
 			}
 			round.Undecoded++
