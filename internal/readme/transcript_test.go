@@ -130,12 +130,34 @@ func learnerBinary(t *testing.T) string {
 		var out []byte
 		if out, buildErr = c.CombinedOutput(); buildErr != nil {
 			buildErr = &exec.Error{Name: "go build ./cmd/learner: " + string(out), Err: buildErr}
+			return
 		}
+		buildErr = consultSources()
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return binary
+}
+
+// consultSources reads every Go file the command is built from. go test
+// caches a passing result until a file the test consulted changes, and it
+// cannot see what the go build child read: without this, a change to the
+// command's code would leave a stale pass in the cache.
+func consultSources() error {
+	c := exec.Command("go", "list", "-deps", "-f",
+		`{{if not .Standard}}{{range .GoFiles}}{{$.Dir}}/{{.}}{{"\n"}}{{end}}{{end}}`, "./cmd/learner")
+	c.Dir = root
+	out, err := c.Output()
+	if err != nil {
+		return err
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if _, err := os.ReadFile(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func TestMain(m *testing.M) {
