@@ -1,15 +1,3 @@
-// Package learner implements the learner-based incremental task assignor for
-// stream-processing groups (the "learner" draft of Kafka's KIP-429).
-//
-// A member that is to take over a stateful task first runs it as a learner:
-// it replays the task's state while the current owner keeps processing. When
-// the learner is ready the member rejoins and the leader moves the task. The
-// owner revokes tasks tagged learned at each join, so the move needs no extra
-// rebalance. Every member reports its own status at join, so the leader keeps
-// no history and a leader crash loses nothing.
-//
-// An Assignor holds the topology's tasks and the options; its Assign method is
-// a pure function from the members' reports to their next assignments.
 package learner
 
 // Assignor assigns the tasks of one topology. It is immutable once built and
