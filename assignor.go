@@ -29,13 +29,6 @@ func (a *Assignor) Tasks() []Task { return append([]Task(nil), a.tasks...) }
 // can name tasks by position instead of by ID.
 func (a *Assignor) TaskIndex(id string) int { return int(a.index.lookup(id)) }
 
-// ValidID reports whether id is a well-formed member, task or rack ID:
-// 1 to MaxIDLen bytes of letters, digits, '_', '-' and '.'.
-func ValidID(id string) bool { return validID(id) }
-
-// MaxIDLen is the length in bytes of the longest valid ID: 255.
-const MaxIDLen = maxIDLen
-
 // Options returns the options the Assignor was built with.
 func (a *Assignor) Options() Options { return a.opts }
 
