@@ -5,19 +5,36 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/errtext"
 )
 
-// assignMain reads one rebalance in the notation from FILE (stdin without
-// one) and prints every member's assignment. Malformed notation exits 2 with
-// "line N: ..."; a group the assignor rejects exits 1.
+const assignUsage = `usage: learner assign [FILE]
+
+Reads one rebalance in the design document's notation from FILE (standard
+input when FILE is - or missing) and prints every member's assignment, one
+line each. Tasks a member lists that the tasks: line lacks are warned about
+on standard error: the assignor treats them as tasks the topology no longer
+has.
+
+Exit status: 0 when assigned, 1 when the assignor rejects the group, 2 for
+malformed notation or an unreadable file. Errors name the input line.
+`
+
+// assignMain runs `learner assign`.
 func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 1 {
-		fmt.Fprintln(stderr, "usage: learner assign [FILE]")
+	file, help, err := assignArgs(args)
+	switch {
+	case help:
+		fmt.Fprint(stdout, assignUsage)
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "learner assign: %v (run learner assign -h for usage)\n", err)
 		return 2
 	}
-	src, err := readInput(args, stdin)
+	src, err := readInput(file, stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "learner assign: %v\n", err)
 		return 2
@@ -26,6 +43,9 @@ func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
+	}
+	for _, w := range r.Warnings() {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	a, err := learner.New(r.Tasks, r.Options)
 	if err == nil {
@@ -42,9 +62,34 @@ func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 1
 }
 
-func readInput(args []string, stdin io.Reader) ([]byte, error) {
-	if len(args) == 1 {
-		return os.ReadFile(args[0])
+// assignArgs reads assign's arguments: a help flag, or at most one FILE
+// ("-" for stdin; after "--" even a name starting with "-").
+func assignArgs(args []string) (file string, help bool, err error) {
+	var files []string
+	for i, arg := range args {
+		if arg == "--" {
+			files = append(files, args[i+1:]...)
+			break
+		}
+		switch {
+		case arg == "-h" || arg == "-help" || arg == "--help":
+			return "", true, nil
+		case arg != "-" && strings.HasPrefix(arg, "-"):
+			return "", false, fmt.Errorf("unknown flag %s", errtext.Quote(arg))
+		}
+		files = append(files, arg)
 	}
-	return io.ReadAll(stdin)
+	if len(files) > 1 {
+		return "", false, fmt.Errorf("want at most one FILE, got %d", len(files))
+	}
+	files = append(files, "")
+	return files[0], false, nil
+}
+
+// readInput reads the named file, or stdin for "" and "-".
+func readInput(name string, stdin io.Reader) ([]byte, error) {
+	if name == "" || name == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(name)
 }
