@@ -144,6 +144,33 @@ func ParseRebalance(src string) (Rebalance, error) {
 	return r, nil
 }
 
+// Locate returns err, an error of Assign on r.Members, naming the member's
+// line instead of its position when err is a *MemberError and r was parsed:
+// "line 3: member S1: duplicate member ID (also on line 2)". The result
+// wraps err, so errors.Is and errors.As see through it; other errors come
+// back unchanged.
+func (r Rebalance) Locate(err error) error {
+	var me *MemberError
+	if !errors.As(err, &me) || me.Position < 0 || me.Position >= len(r.MemberLines) {
+		return err
+	}
+	msg := fmt.Sprintf("member %s: %s", errtext.Clip(me.ID), me.Problem)
+	if d := me.DuplicateOf; d >= 0 && d < len(r.MemberLines) {
+		msg += fmt.Sprintf(" (also on line %d)", r.MemberLines[d])
+	}
+	return &lineError{line: r.MemberLines[me.Position], msg: msg, err: err}
+}
+
+// lineError is an error of Assign located at a line of the notation.
+type lineError struct {
+	line int
+	msg  string
+	err  error
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
+func (e *lineError) Unwrap() error { return e.err }
+
 // Warnings lists, one line each, what in r is allowed but likely a typo:
 // a task a member lists that the tasks are without. Assign treats it as a
 // task the topology no longer has (it is dropped or comes back revoked), so

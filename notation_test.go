@@ -51,6 +51,24 @@ func TestParseRebalanceSkipsByteOrderMark(t *testing.T) {
 	assert.Equal(t, []Task{{"T1", true}}, r.Tasks)
 }
 
+func TestRebalanceLocate(t *testing.T) {
+	r, err := ParseRebalance("tasks: T1\n\nS2()\n# S1 twice\nS1(assigned: [T1])\nS1()\n")
+	require.NoError(t, err)
+	a, err := New(r.Tasks, r.Options)
+	require.NoError(t, err)
+	_, err = a.Assign(r.Members)
+	located := r.Locate(err)
+	assert.EqualError(t, located, "line 6: member S1: duplicate member ID (also on line 5)")
+	assert.ErrorIs(t, located, ErrInvalidMember)
+	var me *MemberError
+	require.ErrorAs(t, located, &me)
+	assert.Equal(t, 2, me.Position)
+
+	r.MemberLines = nil
+	assert.Equal(t, err, r.Locate(err), "Locate for a Rebalance not parsed")
+	assert.Equal(t, ErrSyntax, r.Locate(ErrSyntax), "Locate(an error not about a member)")
+}
+
 func TestRebalanceWarnings(t *testing.T) {
 	r, err := ParseRebalance("tasks: T1 T2\n\nS1(assigned: [T1, T9], learning: [T8], ready: [T8], lag: [T8=3, T7=1])\nS2(revoked: [T2], standby: [T9])\n")
 	require.NoError(t, err)

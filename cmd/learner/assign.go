@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -48,18 +47,17 @@ func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	a, err := learner.New(r.Tasks, r.Options)
-	if err == nil {
-		var out []learner.Assignment
-		if out, err = a.Assign(r.Members); err == nil {
-			fmt.Fprint(stdout, learner.FormatAssignments(out))
-			return 0
-		}
-	}
-	fmt.Fprintf(stderr, "invalid group: %v\n", err)
-	if errors.Is(err, learner.ErrInvalidOptions) || errors.Is(err, learner.ErrInvalidTopology) {
+	if err != nil {
+		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	return 1
+	out, err := a.Assign(r.Members)
+	if err != nil {
+		fmt.Fprintln(stderr, r.Locate(err))
+		return 1
+	}
+	fmt.Fprint(stdout, learner.FormatAssignments(out))
+	return 0
 }
 
 // assignArgs reads assign's arguments: a help flag, or at most one FILE
