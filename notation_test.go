@@ -1,4 +1,4 @@
-package learner
+package learner_test
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	. "github.com/learnerassignor/learner"
 )
 
 func TestParseRebalance(t *testing.T) {
