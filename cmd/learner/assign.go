@@ -8,6 +8,7 @@ import (
 
 	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/internal/errtext"
+	"github.com/learnerassignor/learner/internal/scenario"
 )
 
 const assignUsage = `usage: learner assign [FILE]
@@ -20,6 +21,12 @@ has.
 
 Exit status: 0 when assigned, 1 when the assignor rejects the group, 2 for
 malformed notation or an unreadable file. Errors name the input line.
+
+A scenario script (as in testdata/scenarios: blocks of "assign", a
+rebalance, "----" and its output) is replayed instead: every block is run
+and the script printed back with the outputs it gives now, so that
+"learner assign FILE | diff FILE -" shows what changed. Rejected input is
+output there ("error: ..."), not an exit status.
 `
 
 // assignMain runs `learner assign`.
@@ -38,7 +45,11 @@ func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "learner assign: %v\n", err)
 		return 2
 	}
-	r, err := learner.ParseRebalance(string(src))
+	text := strings.TrimPrefix(string(src), "\uFEFF") // a byte-order mark
+	if scenario.IsScript(text) {
+		return replay(text, stdout, stderr)
+	}
+	r, err := learner.ParseRebalance(text)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -57,6 +68,21 @@ func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprint(stdout, learner.FormatAssignments(out))
+	return 0
+}
+
+// replay runs every block of a scenario script and prints the script with
+// the outputs they give.
+func replay(src string, stdout, stderr io.Writer) int {
+	s, err := scenario.Parse(src)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	for i := range s.Blocks {
+		s.Blocks[i].Output = scenario.Run(s.Blocks[i]).Output()
+	}
+	fmt.Fprint(stdout, s.String())
 	return 0
 }
 
