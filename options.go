@@ -7,7 +7,8 @@ import "fmt"
 type Options struct {
 	// Standbys is the number of standby replicas of each stateful task,
 	// placed on staying members other than the task's owner and learner.
-	// Standbys times the number of stateful tasks is at most 2^31-1.
+	// Standbys times the number of stateful tasks is at most
+	// MaxStandbyReplicas.
 	Standbys int
 	// MaxLearners caps the learners placed for rebalancing and hand-over
 	// across the group at once; more are placed as earlier ones finish.
@@ -20,11 +21,12 @@ type Options struct {
 	AcceptableLag int64
 }
 
-// maxStandbyReplicas bounds Options.Standbys times the stateful tasks, so
-// that replica counts fit the int32 slots standby placement keeps them in
-// and their products with capacities (at most MaxCapacity) stay below 2^62.
-// MaxLearners and AcceptableLag need no bound: they are only compared.
-const maxStandbyReplicas = 1<<31 - 1
+// MaxStandbyReplicas bounds Options.Standbys times the number of stateful
+// tasks, 2^31-1, so that replica counts fit the int32 slots standby
+// placement keeps them in and their products with capacities (at most
+// MaxCapacity) stay below 2^62. MaxLearners and AcceptableLag need no
+// bound: they are only compared.
+const MaxStandbyReplicas = 1<<31 - 1
 
 // validate reports the first option out of range for a topology with the
 // given number of stateful tasks.
@@ -32,9 +34,9 @@ func (o Options) validate(stateful int) error {
 	switch {
 	case o.Standbys < 0:
 		return fmt.Errorf("learner: standbys %d is negative: %w", o.Standbys, ErrInvalidOptions)
-	case o.Standbys > maxStandbyReplicas/max(stateful, 1): // the product itself could overflow
+	case o.Standbys > MaxStandbyReplicas/max(stateful, 1): // the product itself could overflow
 		return fmt.Errorf("learner: standbys %d for %d stateful tasks is more than %d replicas: %w",
-			o.Standbys, stateful, maxStandbyReplicas, ErrInvalidOptions)
+			o.Standbys, stateful, MaxStandbyReplicas, ErrInvalidOptions)
 	case o.MaxLearners < 0:
 		return fmt.Errorf("learner: max learners %d is negative: %w", o.MaxLearners, ErrInvalidOptions)
 	case o.AcceptableLag < 0:

@@ -1,6 +1,7 @@
 // Command learner runs the learner assignor from the command line.
 //
-//	learner assign [FILE]     one rebalance in the design document's notation
+//	learner assign [FILE]     one rebalance in the design document's notation,
+//	                          or a scenario script of testdata/scenarios replayed
 //	learner simulate [flags]  a simulated group under scaling, strategy by strategy
 package main
 
