@@ -32,8 +32,8 @@ func ingest(topo *topology, opts Options, in []MemberMetadata) (*group, error) {
 // natural ID order.
 func rankMembers(in []MemberMetadata) ([]int32, error) {
 	for i := range in {
-		if !validID(in[i].ID) {
-			return nil, memberErr(&in[i], i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", maxIDLen)
+		if !ValidID(in[i].ID) {
+			return nil, memberErr(&in[i], i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", MaxIDLen)
 		}
 	}
 	byRank := make([]int32, len(in))
@@ -215,7 +215,7 @@ func (rd *reader) readProfile() error {
 	}
 	rd.rack[r] = none
 	if m.Rack != "" {
-		if !validID(m.Rack) {
+		if !ValidID(m.Rack) {
 			return memberErr(m, rd.pos, "malformed rack %s", errtext.Quote(m.Rack))
 		}
 		if rd.racks == nil {
@@ -337,7 +337,7 @@ func (rd *reader) readLag() (map[int32]int64, error) {
 // none for a well-formed ID the topology lacks (a stale report, allowed).
 func (rd *reader) lookup(id, field string) (int32, error) {
 	t := rd.index.lookup(id)
-	if t == none && !validID(id) {
+	if t == none && !ValidID(id) {
 		return none, memberErr(rd.m, rd.pos, "malformed task ID %s in %s", errtext.Quote(id), field)
 	}
 	return t, nil

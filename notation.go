@@ -244,7 +244,7 @@ func (p *lineParser) token() string {
 		return "end of line"
 	}
 	end := p.pos
-	for end < len(p.s) && validID(p.s[end:end+1]) {
+	for end < len(p.s) && ValidID(p.s[end:end+1]) {
 		end++
 	}
 	if end == p.pos {
@@ -280,7 +280,7 @@ func (p *lineParser) eat(c byte) bool {
 // ident reads a run of ID characters (letters, digits, '_', '-', '.').
 func (p *lineParser) ident() string {
 	start := p.pos
-	for !p.done() && validID(p.s[p.pos:p.pos+1]) {
+	for !p.done() && ValidID(p.s[p.pos:p.pos+1]) {
 		p.pos++
 	}
 	return p.s[start:p.pos]
@@ -293,8 +293,8 @@ func (p *lineParser) id(where, what string) (string, error) {
 	if id == "" {
 		return "", p.errorf("%s: want a %s, got %s", where, what, p.token())
 	}
-	if !validID(id) {
-		return "", p.errorf("%s: %s %s is longer than %d bytes", where, what, errtext.Quote(id), maxIDLen)
+	if !ValidID(id) {
+		return "", p.errorf("%s: %s %s is longer than %d bytes", where, what, errtext.Quote(id), MaxIDLen)
 	}
 	return id, nil
 }
@@ -350,8 +350,8 @@ func (p *lineParser) number(what string, limit int64) (int64, error) {
 // member reads "ID(field, field, ...)" after its ID.
 func (p *lineParser) member(id string) (MemberMetadata, error) {
 	m := MemberMetadata{ID: id}
-	if !validID(id) {
-		return m, p.errorf("member ID %s is longer than %d bytes", errtext.Quote(id), maxIDLen)
+	if !ValidID(id) {
+		return m, p.errorf("member ID %s is longer than %d bytes", errtext.Quote(id), MaxIDLen)
 	}
 	id = errtext.Clip(id) // from here on only for messages
 	p.eat('(')
