@@ -35,8 +35,8 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 		msg   string
 	}{
 		{"negative standbys", tasksT(2), Options{Standbys: -1}, ErrInvalidOptions, "standbys -1"},
-		{"standbys too many", tasksT(2), Options{Standbys: 1 << 30}, ErrInvalidOptions, "standbys 1073741824 for 2 stateful tasks is more than 2147483647 replicas"},
-		{"standbys MaxInt", tasksT(2), Options{Standbys: math.MaxInt}, ErrInvalidOptions, "is more than 2147483647 replicas"},
+		{"standbys too many", tasksT(2), Options{Standbys: 1 << 30}, ErrInvalidOptions, "standbys 1073741824 is out of range (at most 2147483647 replicas over 2 stateful tasks)"},
+		{"standbys MaxInt", tasksT(2), Options{Standbys: math.MaxInt}, ErrInvalidOptions, "is out of range (at most 2147483647 replicas over 2 stateful tasks)"},
 		{"negative learner budget", tasksT(2), Options{MaxLearners: -2}, ErrInvalidOptions, "max learners -2"},
 		{"negative lag", tasksT(2), Options{AcceptableLag: -3}, ErrInvalidOptions, "acceptable lag -3"},
 		{"empty task ID", []Task{{ID: ""}}, Options{}, ErrInvalidTopology, `task 0: malformed ID ""`},

@@ -138,8 +138,17 @@ func ParseRebalance(src string) (Rebalance, error) {
 			return Rebalance{}, &SyntaxError{Line: statelessLine, Msg: fmt.Sprintf("stateless task %s is not in tasks", errtext.Quote(id))}
 		}
 	}
+	stateful := 0
 	for i := range r.Tasks {
 		r.Tasks[i].Stateful = !stateless[r.Tasks[i].ID]
+		if r.Tasks[i].Stateful {
+			stateful++
+		}
+	}
+	// New's rule, checked here to point at the line: only standbys can
+	// break it, as the notation has no negative numbers.
+	if p := r.Options.problem(stateful); p != "" {
+		return Rebalance{}, &SyntaxError{Line: seen["standbys"], Msg: p}
 	}
 	return r, nil
 }

@@ -31,16 +31,23 @@ const MaxStandbyReplicas = 1<<31 - 1
 // validate reports the first option out of range for a topology with the
 // given number of stateful tasks.
 func (o Options) validate(stateful int) error {
-	switch {
-	case o.Standbys < 0:
-		return fmt.Errorf("learner: standbys %d is negative: %w", o.Standbys, ErrInvalidOptions)
-	case o.Standbys > MaxStandbyReplicas/max(stateful, 1): // the product itself could overflow
-		return fmt.Errorf("learner: standbys %d for %d stateful tasks is more than %d replicas: %w",
-			o.Standbys, stateful, MaxStandbyReplicas, ErrInvalidOptions)
-	case o.MaxLearners < 0:
-		return fmt.Errorf("learner: max learners %d is negative: %w", o.MaxLearners, ErrInvalidOptions)
-	case o.AcceptableLag < 0:
-		return fmt.Errorf("learner: acceptable lag %d is negative: %w", o.AcceptableLag, ErrInvalidOptions)
+	if p := o.problem(stateful); p != "" {
+		return fmt.Errorf("learner: %s: %w", p, ErrInvalidOptions)
 	}
 	return nil
+}
+
+// problem says what is out of range, or "".
+func (o Options) problem(stateful int) string {
+	switch {
+	case o.Standbys < 0:
+		return fmt.Sprintf("standbys %d is negative", o.Standbys)
+	case o.Standbys > MaxStandbyReplicas/max(stateful, 1): // the product itself could overflow
+		return fmt.Sprintf("standbys %d is out of range (at most %d replicas over %d stateful tasks)", o.Standbys, MaxStandbyReplicas, stateful)
+	case o.MaxLearners < 0:
+		return fmt.Sprintf("max learners %d is negative", o.MaxLearners)
+	case o.AcceptableLag < 0:
+		return fmt.Sprintf("acceptable lag %d is negative", o.AcceptableLag)
+	}
+	return ""
 }
