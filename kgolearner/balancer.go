@@ -39,8 +39,12 @@
 // reports owning it. A task Assign moves while its owner still owns it (the
 // owner could not commit, or a stateless task, which needs no learner) stays
 // with its owner for one more generation, tagged learned, while the new
-// owner learns it; the leader starts the next rebalance at once and the task
-// moves then, released like any learned task.
+// owner learns it. The next rebalance moves the task, released like any
+// learned task; the members start it as soon as they have applied the
+// assignment: the owner when the task is stateless or its release failed,
+// the receiver when it had reported the task ready. (Not the leader: a
+// rebalance it started right after its own SyncGroup could reach the owner
+// before the owner's SyncGroup, which the broker would then refuse.)
 //
 // kgo follows a generation in which a member lost partitions with one more
 // rebalance (kgo rejoins after revoking them); nothing moves in it.
@@ -139,7 +143,7 @@ type Round struct {
 	Assignments []learner.Assignment
 	// Deferred lists, in topology order, tasks Assign moved to a member
 	// while another member still owned their partitions. They move at the
-	// next rebalance, which the leader starts as soon as its session does.
+	// next rebalance, which their owner starts once it has the assignment.
 	Deferred []string
 	// Undecoded counts members whose status could not be decoded (another
 	// topology or wire version); they count as owning the tasks of the
@@ -191,11 +195,13 @@ type Balancer struct {
 	// memberID is the coordinator's member ID the running tasks were
 	// started under: a task owned under an older ID was lost.
 	memberID string
-	// deferred is set on the leader when its plan deferred a move: it
-	// starts the next rebalance once its session starts.
-	deferred bool
-	shutdown bool        // Hooks.Shutdown was called
-	deadline *time.Timer // fires at the Leave deadline
+	// unreleased holds the learned tasks whose release failed at the
+	// end of the last session: the member still runs and reports them.
+	unreleased map[string]bool
+	// reportedReady holds the learner tasks the last join reported ready.
+	reportedReady map[string]bool
+	shutdown      bool        // Hooks.Shutdown was called
+	deadline      *time.Timer // fires at the Leave deadline
 }
 
 var _ kgo.GroupBalancer = (*Balancer)(nil)
@@ -234,6 +240,8 @@ func New(cfg Config) (*Balancer, error) {
 		commitTimeout: cfg.CommitTimeout,
 		w:             learner.NewWorker(workerID, cfg.Policy),
 		running:       map[string]bool{},
+		unreleased:    map[string]bool{},
+		reportedReady: map[string]bool{},
 	}, nil
 }
 

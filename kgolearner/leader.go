@@ -145,11 +145,6 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 			round.Deferred = append(round.Deferred, b.topo.tasks[t].ID)
 		}
 	}
-	if len(round.Deferred) > 0 {
-		b.mu.Lock()
-		b.deferred = true // the next rebalance moves them; start it at once
-		b.mu.Unlock()
-	}
 	if b.hooks.Rebalanced != nil {
 		b.hooks.Rebalanced(round)
 	}

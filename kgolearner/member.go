@@ -34,6 +34,10 @@ import (
 func (b *Balancer) JoinGroupMetadata(topics []string, owned map[string][]int32, generation int32) []byte {
 	b.mu.Lock()
 	m := b.w.Join() // idempotent when the session end already called it
+	clear(b.reportedReady)
+	for _, t := range m.Ready {
+		b.reportedReady[t] = true
+	}
 	var released []string
 	for _, t := range m.Revoked {
 		if !b.running[t] {
@@ -145,7 +149,13 @@ func (b *Balancer) releaseLearned(ctx context.Context, cl *kgo.Client) {
 	b.mu.Unlock()
 	// A task that failed starts again: the join reports it owned (it
 	// runs), so nobody else starts it in this rebalance.
-	b.start(cl, b.stop(ctx, cl, release))
+	failed := b.stop(ctx, cl, release)
+	b.mu.Lock()
+	for _, t := range failed {
+		b.unreleased[t] = true
+	}
+	b.mu.Unlock()
+	b.start(cl, failed)
 }
 
 // PartitionsAssigned is the balancer's kgo.OnPartitionsAssigned callback
@@ -173,8 +183,14 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, _ map
 	}
 	fire := ch.Shutdown && !b.shutdown
 	b.shutdown = b.shutdown || fire
-	rejoin := b.deferred || b.w.ShouldRejoin(time.Now())
-	b.deferred = false
+	// A learned tag on a stateless task or on a task the member failed to
+	// release, or a learner it reported ready and did not get, is a move
+	// the leader deferred: it is due now.
+	rejoin := b.w.ShouldRejoin(time.Now()) || slices.ContainsFunc(as.Learned, func(t string) bool {
+		return b.unreleased[t] || len(b.stateful([]string{t})) == 0
+	}) || slices.ContainsFunc(as.Learning, func(t string) bool { return b.reportedReady[t] })
+	clear(b.unreleased)
+	clear(b.reportedReady)
 	b.mu.Unlock()
 
 	// Normally empty: a task the assignment takes away lost its
