@@ -104,8 +104,11 @@ func (b *Balancer) joinMemberAt(id string, generation int32, userData []byte, ow
 	return m
 }
 
+// encodeMember encodes m as JoinGroupMetadata does, under the placeholder
+// member ID.
 func (b *Balancer) encodeMember(t testing.TB, m learner.MemberMetadata) []byte {
 	t.Helper()
+	m.ID = workerID
 	data, err := b.codec.AppendMember(nil, m)
 	require.NoError(t, err)
 	return data
@@ -229,14 +232,15 @@ func TestLeaderFallsBackOnOwnedPartitions(t *testing.T) {
 }
 
 // TestLeaderToleratesContradictions: a member whose user data contradicts
-// its owned partitions (or itself) and a zombie still claiming partitions
-// that moved on do not fail the rebalance, steal tasks or hold up their
-// current owner.
+// its owned partitions and a zombie still claiming partitions that moved on
+// do not fail the rebalance, steal tasks or hold up their current owner.
+// (User data cannot contradict itself: the wire codec refuses to encode or
+// decode that.)
 func TestLeaderToleratesContradictions(t *testing.T) {
 	b := newTestBalancer(t, testTopology)
 	parts, _, round := b.balance(t, []kmsg.JoinGroupResponseMember{
-		// Learns 0_0 while owning it; stands by for 0_1 it learns; ready for what it does not learn.
-		b.joinMemberAt("S1", 5, b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0", "0_1"}, Standby: []string{"0_1"}, Ready: []string{"0_1", "0_2"}}),
+		// Learns 0_0 while owning it.
+		b.joinMemberAt("S1", 5, b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0", "0_1"}, Ready: []string{"0_1"}}),
 			map[string][]int32{"orders": {0}, "payments": {0}}),
 		// A zombie from generation 3 still claims 0_0 and 1_0.
 		b.joinMemberAt("S2", 3, b.encodeMember(t, learner.MemberMetadata{}), map[string][]int32{"orders": {0}, "payments": {0}, "clicks": {0}}),
@@ -266,14 +270,13 @@ func TestLeaderRejectsPartitionCountMismatch(t *testing.T) {
 }
 
 // syncBytes encodes what the leader sends one member: its active tasks as
-// partitions, its tags in the user data.
+// partitions, its tags in the user data (see assignmentUserData).
 func (b *Balancer) syncBytes(t testing.TB, as learner.Assignment) []byte {
 	t.Helper()
 	ka := kmsg.NewConsumerMemberAssignment()
 	ka.Topics = b.partitionsOf(as.Assigned)
-	as.Assigned = nil
 	var err error
-	ka.UserData, err = b.codec.AppendAssignment(nil, as)
+	ka.UserData, err = b.assignmentUserData(as)
 	require.NoError(t, err)
 	return ka.AppendTo(nil)
 }
@@ -335,7 +338,7 @@ func TestMemberSideHooks(t *testing.T) {
 	expect("session end", "stop 0_0") // learned: released before the join
 	meta, m := join(parts)
 	expect("join")
-	assert.Equal(t, learner.MemberMetadata{Revoked: []string{"0_0"}, Learning: []string{"0_1", "1_1"}, Standby: []string{"0_2"}}, m, "join's user data")
+	assert.Equal(t, learner.MemberMetadata{ID: workerID, Revoked: []string{"0_0"}, Learning: []string{"0_1", "1_1"}, Standby: []string{"0_2"}}, m, "join's user data")
 	assert.Equal(t, int32(7), meta.Generation, "join's generation")
 	owned := map[string][]int32{}
 	for _, op := range meta.OwnedPartitions {
@@ -362,5 +365,5 @@ func TestMemberSideHooks(t *testing.T) {
 	b.PartitionsLost(ctx, nil, parts)
 	expect("lost session", "lose 0_0", "lose 1_0")
 	_, m = join(nil)
-	assert.Equal(t, learner.MemberMetadata{Learning: []string{"0_1"}, Standby: []string{"0_2"}}, m, "join after a lost session keeps the learner and standby")
+	assert.Equal(t, learner.MemberMetadata{ID: workerID, Learning: []string{"0_1"}, Standby: []string{"0_2"}}, m, "join after a lost session keeps the learner and standby")
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/wire"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -91,7 +92,7 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 			// Another topology keeps what does not depend on it
 			// (leaving, capacity, tasks sent by name); anything else
 			// keeps nothing.
-			if !errors.Is(err, learner.ErrTopologyMismatch) {
+			if !errors.Is(err, wire.ErrTopologyMismatch) {
 				m = learner.MemberMetadata{}
 			}
 			round.Undecoded++
@@ -127,11 +128,7 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		ka := kmsg.NewConsumerMemberAssignment()
 		ka.Topics = b.partitionsOf(as.Assigned)
 		kafkaID := kafkaIDs[as.MemberID]
-		// The coordinator's member ID says whose it is, and the active
-		// tasks travel as partitions: for 100 tasks that saves 200 bytes
-		// a member in the group's stored metadata.
-		as.MemberID, as.Assigned = workerID, nil
-		if ka.UserData, err = b.codec.AppendAssignment(nil, as); err != nil {
+		if ka.UserData, err = b.assignmentUserData(as); err != nil {
 			return nil, fmt.Errorf("kgolearner: %w", err)
 		}
 		sa := kmsg.NewSyncGroupRequestGroupAssignment()
@@ -149,6 +146,17 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		b.hooks.Rebalanced(round)
 	}
 	return plan, nil
+}
+
+// assignmentUserData encodes the tags of a member's assignment. The
+// coordinator's member ID says whose it is, so it carries the placeholder
+// workerID; the active tasks travel as partitions, so its assigned list
+// holds only the learned ones (the wire format wants learned tasks among
+// the assigned): for 100 tasks a member that saves 200 bytes in the
+// group's stored metadata. ParseSyncAssignment rebuilds the list.
+func (b *Balancer) assignmentUserData(as learner.Assignment) ([]byte, error) {
+	as.MemberID, as.Assigned = workerID, as.Learned
+	return b.codec.AppendAssignment(nil, as)
 }
 
 // disjoint drops the tasks a member lists twice (a report from a buggy or
