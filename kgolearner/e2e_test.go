@@ -160,12 +160,7 @@ func (g *group) check() {
 	g.t.Helper()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, f := range g.failures {
-		g.t.Error(f)
-	}
-	if len(g.failures) > 0 {
-		g.t.FailNow()
-	}
+	require.Empty(g.t, g.failures, "invariant violations")
 }
 
 // add starts a member. autoReady members report a learner ready as soon as
@@ -468,7 +463,7 @@ func (g *group) waitFor(what string, cond func() bool) {
 			return
 		}
 		if time.Now().After(deadline) {
-			g.t.Fatalf("waited %v for %s; state:\n%s", waitTimeout, what, state)
+			require.FailNowf(g.t, "timeout", "waited %v for %s; state:\n%s", waitTimeout, what, state)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -543,7 +538,7 @@ func (g *group) finish() (duplicates int) {
 		for off := range n {
 			ps := g.processed[key][off]
 			if len(ps) == 0 {
-				g.t.Errorf("record %s@%d was never processed", key, off)
+				assert.Failf(g.t, "record skipped", "record %s@%d was never processed", key, off)
 				continue
 			}
 			total++
@@ -555,7 +550,7 @@ func (g *group) finish() (duplicates int) {
 			}
 			dups += len(ps) - 1
 			if len(ps)-1 > lost {
-				g.t.Errorf("record %s@%d processed %d times (%v), only %d of them by lost instances", key, off, len(ps), ps, lost)
+				assert.Failf(g.t, "record processed twice", "record %s@%d processed %d times (%v), only %d of them by lost instances", key, off, len(ps), ps, lost)
 			}
 		}
 		if dups > 0 {
