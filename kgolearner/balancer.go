@@ -144,8 +144,12 @@ type Round struct {
 	Assignments []learner.Assignment
 	// Deferred lists, in topology order, tasks Assign moved to a member
 	// while another member still owned their partitions. They move at the
-	// next rebalance, which their owner starts once it has the assignment.
+	// next rebalance.
 	Deferred []string
+	// Withheld lists the deferred tasks that nobody runs in this
+	// generation: only stale claims (a member that missed rebalances) held
+	// them, and that member is told to revoke them.
+	Withheld []string
 	// Undecoded counts members whose status could not be decoded (another
 	// topology or wire version); they count as owning the tasks of the
 	// partitions they own.

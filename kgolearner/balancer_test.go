@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -125,6 +126,9 @@ func (b *Balancer) balance(t testing.TB, members []kmsg.JoinGroupResponseMember,
 	require.NoError(t, err)
 	into, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(counts)
 	require.NoError(t, err, "BalanceOrError")
+	tasks := b.Tasks()
+	assert.Empty(t, learnertest.Check(tasks, b.assignor.Options(), round.Members, round.Planned), "learnertest.Check of Assign's plan")
+	assert.Empty(t, learnertest.CheckRound(tasks, round.Members, round.Assignments, round.Withheld), "learnertest.CheckRound of what was sent")
 	parts := map[string]map[string][]int32{}
 	tags := map[string]learner.Assignment{}
 	for _, sa := range into.IntoSyncAssignment() {

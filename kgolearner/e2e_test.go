@@ -14,6 +14,7 @@ import (
 
 	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/learnerassignor/learner/learnertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -35,6 +36,9 @@ import (
 //     in which the learner reports it ready (rounds in which nothing moves,
 //     such as kgo's follow-up after a member revokes partitions, are counted
 //     apart);
+//
+//   - every round the leader computes keeps the shared checker's rules
+//     (learnertest: Check on Assign's plan, CheckRound on what was sent);
 //
 // and at the end that every record produced was processed, and that every
 // record processed twice was first processed by a task instance that was
@@ -377,9 +381,17 @@ func (m *member) shutdownHook() {
 
 func (m *member) rebalanced(r kgolearner.Round) {
 	g := m.g
+	// The shared checker judges Assign's plan by every rule, and what
+	// the members were sent by the rules every round must keep.
+	tasks := m.b.Tasks()
+	vs := append(learnertest.Check(tasks, learner.Options{}, r.Members, r.Planned),
+		learnertest.CheckRound(tasks, r.Members, r.Assignments, r.Withheld)...)
 	g.mu.Lock()
 	g.leader = m.name
 	n, summary := g.rounds.add(r)
+	for _, v := range vs {
+		g.fail("round %d computed by %s: %v", n, m.name, v)
+	}
 	g.mu.Unlock()
 	var sb strings.Builder
 	for _, mm := range r.Members {

@@ -137,9 +137,12 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		plan = append(plan, sa)
 	}
 	slices.SortFunc(plan, func(x, y kmsg.SyncGroupRequestGroupAssignment) int { return strings.Compare(x.MemberID, y.MemberID) })
-	for t := range b.topo.tasks {
-		if deferred[t] {
-			round.Deferred = append(round.Deferred, b.topo.tasks[t].ID)
+	for t, task := range b.topo.tasks {
+		if deferred[t] != notDeferred {
+			round.Deferred = append(round.Deferred, task.ID)
+		}
+		if deferred[t] == withheld {
+			round.Withheld = append(round.Withheld, task.ID)
 		}
 	}
 	if b.hooks.Rebalanced != nil {
@@ -202,8 +205,9 @@ type claim struct {
 // the task is deferred. A member that owns a task by a current claim keeps
 // it whoever else claims it: that creates no new overlap.
 //
-// It returns what to send each member and the deferred tasks, by index.
-func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learner.Assignment, []bool) {
+// It returns what to send each member and, by task index, which tasks it
+// deferred.
+func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learner.Assignment, []deferral) {
 	pos := make(map[string]int, len(out))
 	sent := make([]learner.Assignment, len(out))
 	for i, as := range out {
@@ -211,7 +215,7 @@ func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learn
 		sent[i] = learner.Assignment{MemberID: as.MemberID, Assigned: slices.Clone(as.Assigned), Revoked: slices.Clone(as.Revoked),
 			Learning: slices.Clone(as.Learning), Learned: slices.Clone(as.Learned), Standby: slices.Clone(as.Standby)}
 	}
-	deferred := make([]bool, len(b.topo.tasks))
+	deferred := make([]deferral, len(b.topo.tasks))
 	for i, as := range out {
 		for _, id := range as.Assigned {
 			t := b.topo.index[id]
@@ -220,7 +224,7 @@ func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learn
 			if owns || !other {
 				continue
 			}
-			deferred[t] = true
+			deferred[t] = withheld
 			to := &sent[i]
 			to.Assigned = remove(to.Assigned, id)
 			to.Learned = remove(to.Learned, id)
@@ -233,6 +237,7 @@ func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learn
 			if !ok {
 				continue
 			}
+			deferred[t] = kept
 			from := &sent[j]
 			from.Assigned = append(from.Assigned, id)
 			from.Learned = append(from.Learned, id)
@@ -247,6 +252,15 @@ func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learn
 	}
 	return sent, deferred
 }
+
+// deferral is what handOver did with a task Assign moved.
+type deferral uint8
+
+const (
+	notDeferred deferral = iota
+	kept                 // its owner keeps it one more generation
+	withheld             // nobody runs it for one generation (only stale claims)
+)
 
 // remove returns ids without id.
 func remove(ids []string, id string) []string {
