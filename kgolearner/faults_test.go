@@ -53,8 +53,10 @@ func faultedHandOverIn(t *testing.T, g *group, inject func(g *group, s1, s2, s3 
 	return g, duplicates
 }
 
-// commitFault answers the next OffsetCommit with err.
-func commitFault(t *testing.T, err *kerr.Error) {
+// commitFault answers the next OffsetCommit with err. A release that fails
+// defers its task's move by one round (deferred): that promotion takes two
+// rounds from Ready, every other one.
+func commitFault(t *testing.T, err *kerr.Error, deferred bool) {
 	var h *kfake.FaultHandle
 	g, dups := faultedHandOver(t, func(g *group, _, _, _ *member) (string, func() bool) {
 		h = g.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Err: err, Count: 1})
@@ -65,15 +67,24 @@ func commitFault(t *testing.T, err *kerr.Error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	assert.NotEmpty(t, g.rounds.promotions, "promotions")
+	n := 0
+	for _, p := range g.rounds.promotions {
+		want := 1
+		if p.deferred {
+			want, n = 2, n+1
+		}
+		assert.Equal(t, want, p.rounds, "leader rounds from %s reporting %s ready to running it (deferred: %v)", p.learner, p.task, p.deferred)
+	}
+	assert.Equal(t, deferred, n > 0, "promotions deferred by the failed release: %d", n)
 }
 
 // TestFaultCommitRebalanceInProgress: the owner's release commit is answered
 // REBALANCE_IN_PROGRESS. The owner keeps the task (it runs it again and
-// reports it owned), the leader defers the move and starts the next
-// rebalance, in which the release succeeds: the promotion takes two rounds,
-// nothing is processed twice.
+// reports it owned), the leader defers the move, and the owner starts the
+// next rebalance, in which the release succeeds: the promotion takes two
+// rounds, nothing is processed twice.
 func TestFaultCommitRebalanceInProgress(t *testing.T) {
-	commitFault(t, kerr.RebalanceInProgress)
+	commitFault(t, kerr.RebalanceInProgress, true)
 }
 
 // TestFaultCommitIllegalGeneration: the release commit is answered
@@ -81,14 +92,14 @@ func TestFaultCommitRebalanceInProgress(t *testing.T) {
 // its membership is stale). As with REBALANCE_IN_PROGRESS, the owner keeps
 // the task one more round.
 func TestFaultCommitIllegalGeneration(t *testing.T) {
-	commitFault(t, kerr.IllegalGeneration)
+	commitFault(t, kerr.IllegalGeneration, true)
 }
 
 // TestFaultCommitCoordinatorNotAvailable: the release commit is answered
 // COORDINATOR_NOT_AVAILABLE; kgo finds the coordinator again and retries
 // the commit, which succeeds: the task moves in the first round.
 func TestFaultCommitCoordinatorNotAvailable(t *testing.T) {
-	commitFault(t, kerr.CoordinatorNotAvailable)
+	commitFault(t, kerr.CoordinatorNotAvailable, false)
 }
 
 // syncControl runs fn on the SyncGroup requests for which match returns
