@@ -84,6 +84,13 @@ const ProtocolName = "learner"
 // one at a time, stops before starts. With kgo.BlockRebalanceOnPoll (set by
 // Opts) no hook runs while the application holds polled records, that is
 // between a PollFetches and its AllowRebalance.
+//
+// Long work belongs on the application's own goroutines, with one
+// exception: StopActive must finish the task's durable work before it
+// returns. A release runs after the member's session has ended and before
+// it joins, when it neither heartbeats nor waits in a JoinGroup, so the
+// coordinator drops a member whose releases (StopActive and the commit)
+// outlast its session timeout.
 type Hooks struct {
 	// StartActive starts processing a task: records of its partitions
 	// arrive from the client's polls, from the offset the task's last
@@ -169,8 +176,9 @@ type Config struct {
 	// Hooks are the application's callbacks.
 	Hooks Hooks
 	// CommitTimeout bounds each commit of a stopping task's offsets.
-	// Zero means 10 seconds; keep it well under the group's rebalance
-	// timeout, which bounds how long a member may take to rejoin.
+	// Zero means 10 seconds; keep it well under the session timeout (see
+	// Hooks), since a release's commit runs between the end of a session
+	// and the member's JoinGroup.
 	CommitTimeout time.Duration
 }
 
