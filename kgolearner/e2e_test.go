@@ -117,6 +117,7 @@ type member struct {
 	autoReady bool
 	deadline  bool           // left with a deadline: may shut down with active tasks
 	dead      bool           // crashed, left, or lost its session
+	closing   bool           // its client is closing: it leaves the group
 	active    map[string]int // task -> instance
 	instances map[string]int // task -> instances started so far
 	lost      map[string]bool
@@ -270,7 +271,8 @@ func (m *member) startActive(task string) {
 	}
 	prev := g.lastOwn[task]
 	ready, learned := m.stopped[task]
-	if g.stateful[task] && prev != "" && prev != m.name && !g.members[prev].dead && !g.lostFrom[task] && !zombie && !(learned && ready) {
+	gone := g.members[prev] != nil && (g.members[prev].dead || g.members[prev].closing)
+	if g.stateful[task] && prev != "" && prev != m.name && !gone && !g.lostFrom[task] && !zombie && !(learned && ready) {
 		g.fail("stateful task %s moved from live member %s to %s, which did not learn it to readiness (learner: %v)",
 			task, prev, m.name, learned)
 	}
@@ -454,6 +456,9 @@ func (m *member) crash() {
 // group.
 func (m *member) close() {
 	m.stop()
+	m.g.mu.Lock()
+	m.closing = true // its tasks may move as soon as it has left
+	m.g.mu.Unlock()
 	m.cl.Close()
 	m.g.mu.Lock()
 	m.dead = true
