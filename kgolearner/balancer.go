@@ -208,6 +208,8 @@ type Balancer struct {
 	// memberID is the coordinator's member ID the running tasks were
 	// started under: a task owned under an older ID was lost.
 	memberID string
+	// sessionStart is when the last session started (see rejoin).
+	sessionStart time.Time
 	// unreleased holds the learned tasks whose release failed at the
 	// end of the last session: the member still runs and reports them.
 	unreleased map[string]bool
@@ -357,10 +359,28 @@ func (b *Balancer) checkDeadline() {
 	}
 }
 
+// rejoin starts a rebalance, but no sooner than one heartbeat interval
+// after the member's session began: a member that rejoins the moment it has
+// its own assignment can start the next rebalance before a slower member's
+// SyncGroup reaches the broker, which then refuses it, and that member
+// joins again without ever seeing its assignment (a learned tag, say).
 func (b *Balancer) rejoin() {
-	if cl := b.cl.Load(); cl != nil {
-		cl.ForceRebalance()
+	cl := b.cl.Load()
+	if cl == nil {
+		return
 	}
+	settle, ok := cl.OptValue(kgo.HeartbeatInterval).(time.Duration)
+	if !ok {
+		settle = 3 * time.Second // kgo's default
+	}
+	b.mu.Lock()
+	wait := time.Until(b.sessionStart.Add(settle))
+	b.mu.Unlock()
+	if wait > 0 {
+		time.AfterFunc(wait, cl.ForceRebalance)
+		return
+	}
+	cl.ForceRebalance()
 }
 
 // ProtocolName implements kgo.GroupBalancer.

@@ -95,6 +95,10 @@ type group struct {
 	failures []string
 	leader   string // member whose balancer computed the last round
 	rounds   rounds
+	// failedReleases counts tasks a member stopped and started again
+	// before the next round: their release (StopActive or the commit)
+	// failed.
+	failedReleases int
 	// processed maps each partition to every processing of each offset.
 	processed map[string]map[int64][]processing
 }
@@ -126,6 +130,10 @@ type member struct {
 	stopped   map[string]bool // learner tasks just stopped: value: was ready
 	shutdown  bool
 	loseCalls int // LoseActive calls: the member learned it lost tasks
+	// stoppedIn holds, by task, the number of leader rounds when its
+	// StopActive ran; a StartActive before the next round restarts a task
+	// whose release failed.
+	stoppedIn map[string]int
 	// lostInstances holds "task#instance" of instances that ended lost.
 	lostInstances map[string]bool
 }
@@ -174,7 +182,7 @@ func (g *group) add(name string, autoReady bool) *member {
 	g.t.Helper()
 	m := &member{name: name, g: g, autoReady: autoReady, done: make(chan struct{}),
 		active: map[string]int{}, instances: map[string]int{}, lost: map[string]bool{}, learning: map[string]bool{},
-		standby: map[string]bool{}, stopped: map[string]bool{}, lostInstances: map[string]bool{}}
+		standby: map[string]bool{}, stopped: map[string]bool{}, lostInstances: map[string]bool{}, stoppedIn: map[string]int{}}
 	b, err := kgolearner.New(kgolearner.Config{
 		Subtopologies: g.topology,
 		Hooks: kgolearner.Hooks{
@@ -276,6 +284,10 @@ func (m *member) startActive(task string) {
 		g.fail("stateful task %s moved from live member %s to %s, which did not learn it to readiness (learner: %v)",
 			task, prev, m.name, learned)
 	}
+	if n, ok := m.stoppedIn[task]; ok && n == g.rounds.n {
+		g.failedReleases++
+	}
+	delete(m.stoppedIn, task)
 	delete(m.stopped, task)
 	m.instances[task]++
 	m.active[task] = m.instances[task]
@@ -295,6 +307,7 @@ func (g *group) droppedLocked(m *member) bool {
 func (m *member) stopActive(task string) error {
 	m.g.mu.Lock()
 	defer m.g.mu.Unlock()
+	m.stoppedIn[task] = m.g.rounds.n
 	m.endLocked(task, false)
 	return nil
 }

@@ -169,7 +169,7 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, _ map
 		b.mu.Unlock()
 		return
 	}
-	b.memberID = memberIDOf(cl)
+	b.memberID, b.sessionStart = memberIDOf(cl), time.Now()
 	var stop, start []string
 	for t := range b.running {
 		if !slices.Contains(as.Assigned, t) {
