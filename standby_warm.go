@@ -21,8 +21,8 @@ import "slices"
 // caughtUp reports whether a reported lag counts as caught up: within
 // Options.AcceptableLag, or not reported at all (a member that reports no
 // lags is taken at its word).
-func (g *group) caughtUp(lag int64) bool {
-	return lag == noLag || lag <= g.opts.AcceptableLag
+func (g *group) caughtUp(lag reportedLag) bool {
+	return !lag.reported || lag.records <= g.opts.AcceptableLag
 }
 
 // markDirty records that placement may drop a caught-up copy of t.

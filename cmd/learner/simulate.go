@@ -157,7 +157,7 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 
 	var text string
 	if set["scenario"] {
-		src, err := readInput(argsOf(*scenario), os.Stdin)
+		src, err := readInput(*scenario, os.Stdin)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -221,13 +221,4 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
-}
-
-// argsOf maps the -scenario value onto readInput's convention: a file
-// name, or stdin for "-".
-func argsOf(name string) []string {
-	if name == "-" {
-		return nil
-	}
-	return []string{name}
 }
