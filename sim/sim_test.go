@@ -430,3 +430,25 @@ func TestSuite(t *testing.T) {
 	_, err = RunSuite(0, 1, nil)
 	assert.Error(t, err)
 }
+
+// TestDefaultScenarioClaims pins what docs/simulator.md reads from the
+// default run: learner (stable) has less downtime than stop-the-world and
+// cooperative, fewer rebalances than warm-up+probing, and no cold hand-over
+// in planned scaling; its downtime stays above the targets (10% of
+// stop-the-world's, 15% of cooperative's), as the document reports.
+func TestDefaultScenarioClaims(t *testing.T) {
+	rs, err := RunAll(defaultScenario(t, Defaults))
+	require.NoError(t, err)
+	m := map[Strategy]Metrics{}
+	for _, r := range rs {
+		m[r.Strategy] = r.Metrics
+	}
+	l := m[LearnerStable]
+	for _, o := range []Strategy{StopTheWorld, Cooperative} {
+		assert.Less(t, l.Downtime, m[o].Downtime, "downtime of %v against %v", LearnerStable, o)
+	}
+	assert.Less(t, l.Rebalances, m[WarmUp].Rebalances, "rebalances of %v against %v", LearnerStable, WarmUp)
+	assert.Zero(t, l.ColdPlanned, "%v: cold hand-overs in planned scaling", LearnerStable)
+	assert.Greater(t, 10*l.Downtime, m[StopTheWorld].Downtime, "the document says the 10%% target is missed")
+	assert.Greater(t, 100*l.Downtime, 15*m[Cooperative].Downtime, "the document says the 15%% target is missed")
+}
