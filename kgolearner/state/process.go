@@ -1,0 +1,438 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	// pollWait bounds a poll, so that the loop notices caught-up tasks and
+	// Shutdown without waiting for input.
+	pollWait = 100 * time.Millisecond
+	// maxBatch bounds the records of one batch: a batch's writes are
+	// waited for as one, and StopActive waits for the batch in flight.
+	maxBatch = 10_000
+	// commitTimeout bounds a commit; a commit that fails is retried with
+	// the next batch's, and the changelog's positions make up for it.
+	commitTimeout = 10 * time.Second
+)
+
+// markerHeader marks a changelog record that carries only a position: the
+// batch's last records changed no state, yet the position must reach the
+// changelog so that no new owner processes them again.
+const markerHeader = "learner.marker"
+
+// Context is a task's view while Process handles one of its records.
+type Context struct {
+	tb  *taskBatch
+	rec *kgo.Record
+	err error
+}
+
+// Task returns the task's ID.
+func (c *Context) Task() string { return c.tb.t.id }
+
+// Partition returns the task's partition: the partition of its input
+// topics and of its changelog.
+func (c *Context) Partition() int32 { return c.tb.t.partition }
+
+// ErrStateless is returned by Get and Put of a task of a stateless
+// subtopology.
+var ErrStateless = errors.New("state: task is stateless")
+
+// Get returns the value of key in the task's state, including the writes
+// of the batch in progress.
+func (c *Context) Get(key []byte) ([]byte, bool, error) {
+	t := c.tb.t
+	if !t.stateful {
+		return nil, false, fmt.Errorf("state: task %s: %w", t.id, ErrStateless)
+	}
+	if v, ok := c.tb.overlay[string(key)]; ok {
+		return v, v != nil, nil
+	}
+	v, ok, err := t.store.Get(key)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: task %s get: %w", ErrStore, t.id, err)
+	}
+	return v, ok, nil
+}
+
+// Put sets key to value in the task's state; a nil value deletes the key.
+// The change reaches the store once the changelog has acknowledged it.
+func (c *Context) Put(key, value []byte) error {
+	t := c.tb.t
+	if !t.stateful {
+		return fmt.Errorf("state: task %s: %w", t.id, ErrStateless)
+	}
+	key, value = slices.Clone(key), cloneValue(value)
+	c.tb.overlay[string(key)] = value
+	c.tb.changes = append(c.tb.changes, Change{Key: key, Value: value})
+	c.tb.changelog = append(c.tb.changelog, &kgo.Record{
+		Topic: t.changelog, Partition: t.partition, Key: key, Value: value,
+		Headers: []kgo.RecordHeader{{Key: positionHeader, Value: encodePosition(c.tb.pos)}},
+	})
+	return nil
+}
+
+// Delete removes key from the task's state.
+func (c *Context) Delete(key []byte) error { return c.Put(key, nil) }
+
+// Emit produces an output record to rec.Topic, partition rec.Partition (the
+// runtime partitions manually; Partition() is the task's own). Output is
+// acknowledged before the state changes of the same batch are written, so
+// it is produced at least once.
+func (c *Context) Emit(rec *kgo.Record) { c.tb.outputs = append(c.tb.outputs, rec) }
+
+func cloneValue(v []byte) []byte {
+	if v == nil {
+		return nil
+	}
+	return append([]byte{}, v...)
+}
+
+// taskBatch is one task's share of a batch.
+type taskBatch struct {
+	t         *task
+	recs      []*kgo.Record // to process, in order
+	done      []*kgo.Record // processed (not skipped as already in state)
+	skipped   int
+	overlay   map[string][]byte // writes of this batch; nil value: deleted
+	changes   []Change
+	changelog []*kgo.Record
+	outputs   []*kgo.Record
+	pos       map[string]int64 // input position after the record in process
+	marked    bool             // pos reached the changelog with the last record
+}
+
+// pollLoop polls input and processes it batch by batch until ctx is done,
+// Shutdown, or a fatal error.
+func (r *Runtime) pollLoop(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.stop:
+			return nil
+		case err := <-r.fatal:
+			return err
+		default:
+		}
+		pctx, cancel := context.WithTimeout(ctx, pollWait)
+		fs := r.cl.PollRecords(pctx, maxBatch)
+		cancel()
+		if fs.IsClientClosed() {
+			return nil
+		}
+		err := r.step(ctx, fs)
+		r.cl.AllowRebalance()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// step activates caught-up tasks and processes one poll's records.
+func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) error {
+	fs.EachError(func(topic string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			r.observeError(fmt.Errorf("state: fetch %s partition %d: %w", topic, p, err))
+		}
+	})
+	r.activate()
+	batch := r.collect(fs)
+	if len(batch) == 0 {
+		return nil
+	}
+	err := r.process(ctx, batch)
+	if err == nil {
+		err = r.write(ctx, batch)
+	}
+	r.release(batch, err)
+	switch {
+	case err == nil:
+		r.commit(ctx, batch)
+		return nil
+	case ctx.Err() != nil:
+		return nil // stopped mid-batch, as a crash would
+	case errors.Is(err, errWrite):
+		r.observeError(err) // the tasks restore what reached the changelog and go on
+		return nil
+	}
+	return err
+}
+
+// activate starts processing the active tasks that caught up with their
+// changelog. It runs on the poll goroutine, between polls, where kgo allows
+// SetOffsets.
+func (r *Runtime) activate() {
+	r.mu.Lock()
+	var ready []*task
+	for _, t := range r.tasks {
+		if t.role == roleActive && !t.running && t.caughtUp {
+			ready = append(ready, t)
+		}
+	}
+	r.mu.Unlock()
+	for _, t := range ready {
+		t.applyMu.Lock()
+		r.mu.Lock()
+		if t.role == roleActive && !t.running && t.caughtUp {
+			t.running = true
+			t.pos = maps.Clone(t.cp.Input)
+			if t.pos == nil {
+				t.pos = map[string]int64{}
+			}
+			if t.consuming {
+				r.rcl.RemoveConsumePartitions(map[string][]int32{t.changelog: {t.partition}})
+				t.consuming = false
+			}
+			// Fetch from the state's position: kgo may have fetched past
+			// it while the task was not running here (it gave the task
+			// up at a join and got it back, or a write failed). A
+			// partition kgo has yet to assign starts at the committed
+			// offset instead, which is never past the position.
+			seek := map[string]map[int32]kgo.EpochOffset{}
+			for topic := range t.inputs {
+				seek[topic] = map[int32]kgo.EpochOffset{t.partition: {Epoch: -1, Offset: t.pos[topic]}}
+			}
+			r.cl.SetOffsets(seek)
+			r.cl.ResumeFetchPartitions(t.inputs)
+			replayed := t.replayed
+			r.mu.Unlock()
+			t.applyMu.Unlock()
+			if f := r.cfg.Observer.Running; f != nil {
+				f(t.id, replayed)
+			}
+			continue
+		}
+		r.mu.Unlock()
+		t.applyMu.Unlock()
+	}
+}
+
+// collect sorts polled records by task: records of running tasks make the
+// batch (after records queued while they caught up), those of catching-up
+// tasks wait, the rest belong to tasks this member no longer runs.
+func (r *Runtime) collect(fs kgo.Fetches) []*taskBatch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	byTask := map[string]*taskBatch{}
+	get := func(t *task) *taskBatch {
+		tb := byTask[t.id]
+		if tb == nil {
+			tb = &taskBatch{t: t, overlay: map[string][]byte{}}
+			byTask[t.id] = tb
+		}
+		return tb
+	}
+	for _, t := range r.tasks {
+		if t.running && len(t.pending) > 0 {
+			get(t).recs = t.pending
+			t.pending = nil
+		}
+	}
+	fs.EachRecord(func(rec *kgo.Record) {
+		t := r.tasks[r.byInput[inputKey(rec.Topic, rec.Partition)]]
+		switch {
+		case t == nil || t.role != roleActive:
+		case t.running:
+			tb := get(t)
+			tb.recs = append(tb.recs, rec)
+		default:
+			t.pending = append(t.pending, rec)
+		}
+	})
+	batch := slices.SortedFunc(maps.Values(byTask), func(a, b *taskBatch) int { return compareIDs(a.t.id, b.t.id) })
+	for _, tb := range batch {
+		tb.t.busy = true
+	}
+	return batch
+}
+
+func compareIDs(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// process runs Process over the batch. It locks every task's store until
+// release: the restore loop must not write a store while its task runs.
+func (r *Runtime) process(ctx context.Context, batch []*taskBatch) error {
+	for _, tb := range batch {
+		t := tb.t
+		t.applyMu.Lock()
+		tb.pos = maps.Clone(t.pos)
+		if tb.pos == nil {
+			tb.pos = map[string]int64{}
+		}
+		for _, rec := range tb.recs {
+			if t.stateful && rec.Offset < tb.pos[rec.Topic] {
+				tb.skipped++ // its effects are in the state already
+				continue
+			}
+			tb.pos[rec.Topic] = rec.Offset + 1
+			n := len(tb.changelog)
+			c := &Context{tb: tb, rec: rec}
+			if err := r.cfg.Process(c, rec); err != nil {
+				return fmt.Errorf("state: task %s: process %s partition %d offset %d: %w", t.id, rec.Topic, rec.Partition, rec.Offset, err)
+			}
+			tb.marked = len(tb.changelog) > n
+			tb.done = append(tb.done, rec)
+		}
+		if t.stateful && len(tb.done) > 0 && !tb.marked {
+			tb.changelog = append(tb.changelog, &kgo.Record{
+				Topic: t.changelog, Partition: t.partition, Key: []byte(positionHeader), Value: []byte{},
+				Headers: []kgo.RecordHeader{{Key: positionHeader, Value: encodePosition(tb.pos)}, {Key: markerHeader}},
+			})
+		}
+	}
+	return nil
+}
+
+// errWrite wraps a failed produce: the batch's tasks restore from their
+// changelog and fetch their input again from the restored position.
+var errWrite = errors.New("state: write")
+
+// write produces the batch's output, then its changelog records, and once
+// both are acknowledged applies the changes to the stores.
+func (r *Runtime) write(ctx context.Context, batch []*taskBatch) error {
+	var outputs, changelog []*kgo.Record
+	for _, tb := range batch {
+		outputs = append(outputs, tb.outputs...)
+		changelog = append(changelog, tb.changelog...)
+	}
+	if err := r.produce(ctx, outputs); err != nil {
+		return fmt.Errorf("%w: output: %w", errWrite, err)
+	}
+	if err := r.produce(ctx, changelog); err != nil {
+		return fmt.Errorf("%w: changelog: %w", errWrite, err)
+	}
+	for _, tb := range batch {
+		t := tb.t
+		if !t.stateful || len(tb.changelog) == 0 {
+			t.pos = tb.pos
+			continue
+		}
+		cp := Checkpoint{Changelog: tb.changelog[len(tb.changelog)-1].Offset + 1, Input: tb.pos}
+		if err := t.store.Apply(tb.changes, cp); err != nil {
+			return fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err)
+		}
+		t.cp, t.pos = Checkpoint{Changelog: cp.Changelog, Input: maps.Clone(cp.Input)}, tb.pos
+	}
+	return nil
+}
+
+// produce produces recs and waits for every acknowledgement.
+func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, rec := range recs {
+		wg.Add(1)
+		r.cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// commitError returns the first partition error of a commit response.
+func commitError(resp *kmsg.OffsetCommitResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s partition %d: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
+}
+
+// release ends the batch: it unlocks the stores, and after a failed write
+// sends the batch's stateful tasks back to catching up from their
+// changelog (which may hold part of the batch).
+func (r *Runtime) release(batch []*taskBatch, err error) {
+	r.mu.Lock()
+	for _, tb := range batch {
+		t := tb.t
+		if err != nil && t.role == roleActive && t.stateful {
+			t.pos = maps.Clone(t.cp.Input)
+			t.running, t.caughtUp = false, false
+			t.activatedAt, t.replayed = time.Now(), 0
+			r.cl.PauseFetchPartitions(t.inputs)
+		}
+		t.busy = false
+		t.restored = t.cp.Changelog
+		if err == nil {
+			if f := r.cfg.Observer.Processed; f != nil {
+				for _, rec := range tb.done {
+					f(t.id, rec)
+				}
+			}
+		}
+	}
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	for _, tb := range batch {
+		tb.t.applyMu.Unlock()
+	}
+	if err != nil {
+		r.kick()
+	}
+}
+
+// commit commits the batch's input offsets for the tasks still active. A
+// failed commit only costs replay: the next owner skips what its state
+// holds.
+func (r *Runtime) commit(ctx context.Context, batch []*taskBatch) {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	r.mu.Lock()
+	for _, tb := range batch {
+		if tb.t.role != roleActive {
+			continue
+		}
+		for _, rec := range tb.recs {
+			if offsets[rec.Topic] == nil {
+				offsets[rec.Topic] = map[int32]kgo.EpochOffset{}
+			}
+			if eo := offsets[rec.Topic][rec.Partition]; rec.Offset+1 > eo.Offset {
+				offsets[rec.Topic][rec.Partition] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
+			}
+		}
+	}
+	r.mu.Unlock()
+	if len(offsets) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	r.cl.CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err == nil {
+			err = commitError(resp)
+		}
+		if err != nil && ctx.Err() == nil {
+			r.observeError(fmt.Errorf("state: commit: %w", err))
+		}
+	})
+}

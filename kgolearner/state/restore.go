@@ -1,0 +1,223 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// restoreLoop applies the changelog records the restore client fetches:
+// learners, standbys and active tasks catching up.
+func (r *Runtime) restoreLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		fs := r.rcl.PollRecords(ctx, maxBatch)
+		if fs.IsClientClosed() {
+			return
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			if ctx.Err() == nil {
+				r.observeError(fmt.Errorf("state: restore %s partition %d: %w", topic, p, err))
+			}
+		})
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if t := r.tasks[r.byChangelog[inputKey(p.Topic, p.Partition)]]; t != nil && len(p.Records) > 0 {
+				if err := r.restore(t, p.Records); err != nil {
+					r.fail(err)
+				}
+			}
+		})
+	}
+}
+
+// restore applies changelog records to a task's store, unless the task
+// runs active (its own writes reach its store directly).
+func (r *Runtime) restore(t *task, recs []*kgo.Record) error {
+	t.applyMu.Lock()
+	defer t.applyMu.Unlock()
+	r.mu.Lock()
+	skip, ro := t.running || t.store == nil, t.role
+	r.mu.Unlock()
+	if skip {
+		return nil
+	}
+	cp := Checkpoint{Changelog: t.cp.Changelog, Input: maps.Clone(t.cp.Input)}
+	var changes []Change
+	n := 0
+	for _, rec := range recs {
+		if rec.Offset < cp.Changelog {
+			continue // fetched before the partition was re-added
+		}
+		ch, pos, marker, err := changeOf(rec)
+		if err != nil {
+			return fmt.Errorf("state: task %s: %w", t.id, err)
+		}
+		if !marker {
+			changes = append(changes, ch)
+		}
+		cp.Input, cp.Changelog = pos, rec.Offset+1
+		n++
+	}
+	if n > 0 {
+		if err := t.store.Apply(changes, cp); err != nil {
+			return fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err)
+		}
+		t.cp = cp
+	}
+	r.mu.Lock()
+	t.restored = cp.Changelog
+	if ro == roleActive {
+		t.replayed += int64(n)
+	}
+	r.checkCaughtUp(t)
+	r.mu.Unlock()
+	if f := r.cfg.Observer.Restored; f != nil && n > 0 {
+		f(t.id, ro.String(), n)
+	}
+	return nil
+}
+
+func (ro role) String() string {
+	switch ro {
+	case roleActive:
+		return "active"
+	case roleLearner:
+		return "learner"
+	case roleStandby:
+		return "standby"
+	}
+	return "none"
+}
+
+// checkCaughtUp marks an active task caught up once it restored up to an
+// end offset listed after it became active: its previous owner stopped
+// writing before that. r.mu is held.
+func (r *Runtime) checkCaughtUp(t *task) {
+	if t.role == roleActive && !t.running && !t.caughtUp && !t.endAt.Before(t.activatedAt) && t.restored >= t.end {
+		t.caughtUp = true
+	}
+}
+
+// lagLoop keeps the restore client's partitions in line with the tasks'
+// roles, lists changelog end offsets, reports lags and readiness, and
+// finds the active tasks that caught up.
+func (r *Runtime) lagLoop(ctx context.Context) {
+	tick := time.NewTicker(r.cfg.LagInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-r.kickLag:
+		}
+		if err := r.refreshLags(ctx); err != nil && ctx.Err() == nil {
+			r.observeError(err)
+		}
+	}
+}
+
+func (r *Runtime) refreshLags(ctx context.Context) error {
+	listed := time.Now()
+	parts := map[string][]int32{}
+	r.mu.Lock()
+	add := map[string]map[int32]kgo.Offset{}
+	remove := map[string][]int32{}
+	for _, t := range r.tasks {
+		switch want := t.restoring(); {
+		case want && !t.consuming:
+			if add[t.changelog] == nil {
+				add[t.changelog] = map[int32]kgo.Offset{}
+			}
+			add[t.changelog][t.partition] = kgo.NewOffset().At(t.restored)
+		case !want && t.consuming:
+			remove[t.changelog] = append(remove[t.changelog], t.partition)
+		}
+		t.consuming = t.restoring()
+		if t.opened && !t.running {
+			parts[t.changelog] = append(parts[t.changelog], t.partition)
+		}
+	}
+	r.rcl.RemoveConsumePartitions(remove)
+	r.rcl.AddConsumePartitions(add)
+	r.mu.Unlock()
+	if len(parts) == 0 {
+		return nil
+	}
+	ends, err := EndOffsets(ctx, r.rcl, parts)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		// Deleted under a running application: the state it held is not
+		// durable any more, and recreating the topic would hide that.
+		r.fail(fmt.Errorf("state: changelog topic missing: %w", err))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state: changelog end offsets: %w", err)
+	}
+	lags := map[string]int64{}
+	var ready, ahead []*task
+	r.mu.Lock()
+	for topic, ps := range parts {
+		for _, p := range ps {
+			t := r.tasks[r.byChangelog[inputKey(topic, p)]]
+			end, ok := ends[topic][p]
+			if !ok || t.running {
+				continue
+			}
+			t.end, t.endAt = end, listed
+			if t.restored > end {
+				ahead = append(ahead, t)
+				continue
+			}
+			lags[t.id] = end - t.restored
+			if t.role == roleLearner && !t.ready && end-t.restored <= r.cfg.Options.AcceptableLag {
+				t.ready = true
+				ready = append(ready, t)
+			}
+			r.checkCaughtUp(t)
+		}
+	}
+	r.mu.Unlock()
+	for _, t := range ahead {
+		if err := r.reset(t); err != nil {
+			r.fail(err)
+		}
+	}
+	if r.cfg.Cooperative {
+		return nil
+	}
+	for _, id := range slices.Sorted(maps.Keys(lags)) {
+		r.topo.SetLag(id, lags[id])
+	}
+	for _, t := range ready {
+		r.topo.Ready(t.id)
+	}
+	return nil
+}
+
+// reset clears a store that is ahead of its changelog (the topic was
+// recreated, or truncated): the state restores again from the start.
+func (r *Runtime) reset(t *task) error {
+	t.applyMu.Lock()
+	defer t.applyMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.running || t.store == nil {
+		return nil
+	}
+	r.observeError(fmt.Errorf("state: task %s: store at changelog offset %d, past the changelog's end %d: restoring from the start", t.id, t.restored, t.end))
+	if err := t.store.Clear(); err != nil {
+		return fmt.Errorf("%w: task %s clear: %w", ErrStore, t.id, err)
+	}
+	t.cp, t.restored = Checkpoint{}, 0
+	if t.consuming {
+		r.rcl.RemoveConsumePartitions(map[string][]int32{t.changelog: {t.partition}})
+		t.consuming = false
+	}
+	return nil
+}
