@@ -32,7 +32,7 @@ type app struct {
 	processed map[int32]int64 // partition -> next offset processed, by anyone
 	replayed  map[string]int64
 	restored  map[string]map[string]int // member -> task -> changelog records
-	running   map[string]int              // member -> tasks it started running
+	running   map[string]int            // member -> tasks it started running
 	errs      []error
 	members   map[string]*runningMember
 }
