@@ -469,3 +469,32 @@ func (c countingBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember)
 	}
 	return c.GroupBalancer.MemberBalancer(members)
 }
+
+// Status is what a member does with its tasks.
+type Status struct {
+	// Active lists the tasks it processes, Restoring those of them still
+	// catching up with their changelog; Learning and Standby the tasks it
+	// replays beside their owners. Each in task order.
+	Active, Restoring, Learning, Standby []string
+}
+
+// Status returns what the member does now.
+func (r *Runtime) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var s Status
+	for _, t := range r.topo.Tasks() {
+		switch rt := r.tasks[t.ID]; rt.role {
+		case roleActive:
+			s.Active = append(s.Active, t.ID)
+			if !rt.running {
+				s.Restoring = append(s.Restoring, t.ID)
+			}
+		case roleLearner:
+			s.Learning = append(s.Learning, t.ID)
+		case roleStandby:
+			s.Standby = append(s.Standby, t.ID)
+		}
+	}
+	return s
+}
