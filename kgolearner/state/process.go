@@ -15,8 +15,8 @@ import (
 )
 
 const (
-	// pollWait bounds a poll, so that the loop notices caught-up tasks and
-	// Shutdown without waiting for input.
+	// pollWait bounds a poll, so that the loop notices Shutdown without
+	// waiting for input. A task that catches up ends the poll at once.
 	pollWait = 100 * time.Millisecond
 	// maxBatch bounds the records of one batch: a batch's writes are
 	// waited for as one, and StopActive waits for the batch in flight.
@@ -127,6 +127,9 @@ func (r *Runtime) pollLoop(ctx context.Context) error {
 		default:
 		}
 		pctx, cancel := context.WithTimeout(ctx, pollWait)
+		r.mu.Lock()
+		r.wakePoll = cancel
+		r.mu.Unlock()
 		fs := r.cl.PollRecords(pctx, maxBatch)
 		cancel()
 		if fs.IsClientClosed() {

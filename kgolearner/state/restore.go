@@ -100,6 +100,9 @@ func (ro role) String() string {
 func (r *Runtime) checkCaughtUp(t *task) {
 	if t.role == roleActive && !t.running && !t.caughtUp && !t.endAt.Before(t.activatedAt) && t.restored >= t.end {
 		t.caughtUp = true
+		if r.wakePoll != nil {
+			r.wakePoll() // the poll loop activates it
+		}
 	}
 }
 

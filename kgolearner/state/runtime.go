@@ -109,9 +109,9 @@ type Runtime struct {
 	mu          sync.Mutex
 	cond        *sync.Cond
 	tasks       map[string]*task
-	byInput     map[string]string // "topic/partition" -> task
-	byChangelog map[string]string // "changelog/partition" -> task
-	shutdown    bool
+	byInput     map[string]string  // "topic/partition" -> task
+	byChangelog map[string]string  // "changelog/partition" -> task
+	wakePoll    context.CancelFunc // ends the poll in progress
 
 	kickLag  chan struct{}
 	stopOnce sync.Once

@@ -92,6 +92,7 @@ type Producer struct {
 
 	mu    sync.Mutex
 	acked int
+	ends  map[int32]int64 // partition -> acknowledged end offset
 	err   error
 }
 
@@ -102,7 +103,7 @@ func NewProducer(opts []kgo.Opt, partitions int32, words int) (*Producer, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Producer{cl: cl, partitions: partitions, words: words}, nil
+	return &Producer{cl: cl, partitions: partitions, words: words, ends: map[int32]int64{}}, nil
 }
 
 // Run produces perSecond records a second until ctx is done, then waits for
@@ -130,7 +131,7 @@ func (p *Producer) Run(ctx context.Context, perSecond int) error {
 func (p *Producer) Send(i int) {
 	w := i % p.words
 	rec := &kgo.Record{Topic: Input, Partition: int32(w % int(p.partitions)), Key: fmt.Appendf(nil, "w%d", w)}
-	p.cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
+	p.cl.Produce(context.Background(), rec, func(r *kgo.Record, err error) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if err != nil {
@@ -138,6 +139,7 @@ func (p *Producer) Send(i int) {
 			return
 		}
 		p.acked++
+		p.ends[r.Partition] = max(p.ends[r.Partition], r.Offset+1)
 	})
 }
 
@@ -156,6 +158,13 @@ func (p *Producer) Acked() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.acked
+}
+
+// Ends returns the acknowledged end offset of every partition written.
+func (p *Producer) Ends() map[int32]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.ends)
 }
 
 // Close closes the producer's client.
@@ -265,4 +274,20 @@ func readAll(ctx context.Context, opts []kgo.Opt, topic string, partitions int32
 		}
 	}
 	return n, nil
+}
+
+// Duplicates counts the output records that repeat an earlier one (the
+// same count of the same word): input records processed twice.
+func Duplicates(ctx context.Context, opts []kgo.Opt, partitions int32) (int, error) {
+	seen := map[string]bool{}
+	dups := 0
+	_, err := readAll(ctx, opts, Output, partitions, func(r *kgo.Record) error {
+		k := string(r.Key) + "\x00" + string(r.Value)
+		if seen[k] {
+			dups++
+		}
+		seen[k] = true
+		return nil
+	})
+	return dups, err
 }
