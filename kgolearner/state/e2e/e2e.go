@@ -207,7 +207,7 @@ type harness struct {
 	opts    []kgo.Opt
 	logf    func(string, ...any)
 
-	prod         *countapp.Producer
+	prod *countapp.Producer
 
 	mu           sync.Mutex
 	crashed      []string // member IDs of crashed members
