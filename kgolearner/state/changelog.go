@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -123,26 +122,12 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 	if err != nil {
 		return fmt.Errorf("state: create changelog topics: %w", err)
 	}
-	all := map[string][]int32{}
 	for _, t := range cresp.Topics {
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("state: create changelog topic %q: %w", t.Topic, err)
 		}
-		all[t.Topic] = []int32{0}
 	}
-	// Wait until the new topics are listed: the client caches metadata,
-	// and the runtime's first end offsets must not see them missing.
-	for {
-		_, err := EndOffsets(ctx, cl, all)
-		if !errors.Is(err, kerr.UnknownTopicOrPartition) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("state: waiting for the new changelog topics: %w", ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return nil
 }
 
 // EndOffsets returns the end offset (high watermark) of each partition,

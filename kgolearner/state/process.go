@@ -387,18 +387,18 @@ func (r *Runtime) release(batch []*taskBatch, err error) {
 		}
 		t.busy = false
 		t.restored = t.cp.Changelog
-		if err == nil {
-			if f := r.cfg.Observer.Processed; f != nil {
-				for _, rec := range tb.done {
-					f(t.id, rec)
-				}
-			}
-		}
 	}
 	r.cond.Broadcast()
 	r.mu.Unlock()
 	for _, tb := range batch {
 		tb.t.applyMu.Unlock()
+	}
+	if f := r.cfg.Observer.Processed; f != nil && err == nil {
+		for _, tb := range batch {
+			for _, rec := range tb.done {
+				f(tb.t.id, rec)
+			}
+		}
 	}
 	if err != nil {
 		r.kick()

@@ -106,6 +106,10 @@ func (r *Runtime) checkCaughtUp(t *task) {
 	}
 }
 
+// missingTopicTimeout is how long a changelog topic may stay unknown
+// before the runtime gives up.
+const missingTopicTimeout = 10 * time.Second
+
 // lagLoop keeps the restore client's partitions in line with the tasks'
 // roles, lists changelog end offsets, reports lags and readiness, and
 // finds the active tasks that caught up.
@@ -153,15 +157,23 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 		return nil
 	}
 	ends, err := EndOffsets(ctx, r.rcl, parts)
-	if errors.Is(err, kerr.UnknownTopicOrPartition) {
-		// Deleted under a running application: the state it held is not
-		// durable any more, and recreating the topic would hide that.
-		r.fail(fmt.Errorf("state: changelog topic missing: %w", err))
+	switch {
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		// Just created (metadata takes a moment to list a new topic), or
+		// deleted under the running application: then the state it held
+		// is not durable any more, and recreating the topic would hide
+		// that.
+		if r.missingSince.IsZero() {
+			r.missingSince = listed
+		}
+		if listed.Sub(r.missingSince) > missingTopicTimeout {
+			r.fail(fmt.Errorf("state: changelog topic missing for %v: %w", missingTopicTimeout, err))
+		}
 		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("state: changelog end offsets: %w", err)
 	}
+	r.missingSince = time.Time{}
 	lags := map[string]int64{}
 	var ready, ahead []*task
 	r.mu.Lock()
@@ -207,20 +219,26 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 // recreated, or truncated): the state restores again from the start.
 func (r *Runtime) reset(t *task) error {
 	t.applyMu.Lock()
-	defer t.applyMu.Unlock()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if t.running || t.store == nil {
+		r.mu.Unlock()
+		t.applyMu.Unlock()
 		return nil
 	}
-	r.observeError(fmt.Errorf("state: task %s: store at changelog offset %d, past the changelog's end %d: restoring from the start", t.id, t.restored, t.end))
-	if err := t.store.Clear(); err != nil {
+	was, end := t.restored, t.end
+	err := t.store.Clear()
+	if err == nil {
+		t.cp, t.restored = Checkpoint{}, 0
+		if t.consuming {
+			r.rcl.RemoveConsumePartitions(map[string][]int32{t.changelog: {t.partition}})
+			t.consuming = false
+		}
+	}
+	r.mu.Unlock()
+	t.applyMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("%w: task %s clear: %w", ErrStore, t.id, err)
 	}
-	t.cp, t.restored = Checkpoint{}, 0
-	if t.consuming {
-		r.rcl.RemoveConsumePartitions(map[string][]int32{t.changelog: {t.partition}})
-		t.consuming = false
-	}
+	r.observeError(fmt.Errorf("state: task %s: store at changelog offset %d, past the changelog's end %d: restoring from the start", t.id, was, end))
 	return nil
 }

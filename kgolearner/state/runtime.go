@@ -80,7 +80,8 @@ type Config struct {
 }
 
 // Observer receives a runtime's events. Callbacks run on the runtime's
-// goroutines and must not block.
+// goroutines, without its locks held (they may call Status), and should
+// return quickly: they delay processing or restoring.
 type Observer struct {
 	// Processed reports an input record whose effects are durable (its
 	// changelog records and output are acknowledged).
@@ -113,10 +114,11 @@ type Runtime struct {
 	byChangelog map[string]string  // "changelog/partition" -> task
 	wakePoll    context.CancelFunc // ends the poll in progress
 
-	kickLag  chan struct{}
-	stopOnce sync.Once
-	stop     chan struct{} // closed by Shutdown: Run returns
-	fatal    chan error
+	kickLag      chan struct{}
+	missingSince time.Time // lag loop: when a changelog topic went missing
+	stopOnce     sync.Once
+	stop         chan struct{} // closed by Shutdown: Run returns
+	fatal        chan error
 }
 
 // ErrStore wraps an error from a task's store.

@@ -489,11 +489,13 @@ func (h *harness) waitStable(ctx context.Context) error {
 	var why string
 	for {
 		h.mu.Lock()
+		members := maps.Clone(h.members)
+		quiet := time.Since(h.lastRound) >= h.cfg.Settle
+		h.mu.Unlock()
 		running, learning, low, high := 0, 0, int(h.cfg.Tasks), 0
-		for name, m := range h.members {
+		for name, m := range members {
 			select {
 			case err := <-m.done:
-				h.mu.Unlock()
 				return fmt.Errorf("member %s stopped: %v", name, err)
 			default:
 			}
@@ -503,8 +505,6 @@ func (h *harness) waitStable(ctx context.Context) error {
 			learning += len(st.Learning)
 			low, high = min(low, n), max(high, n)
 		}
-		quiet := time.Since(h.lastRound) >= h.cfg.Settle
-		h.mu.Unlock()
 		if running == int(h.cfg.Tasks) && learning == 0 && high-low <= 1 && quiet {
 			return nil
 		}
