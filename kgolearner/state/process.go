@@ -160,6 +160,9 @@ func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) error {
 		err = r.write(ctx, batch)
 	}
 	r.release(batch, err)
+	if errors.Is(err, errWrite) {
+		r.rewind(batch)
+	}
 	switch {
 	case err == nil:
 		r.commit(ctx, batch)
@@ -223,41 +226,39 @@ func (r *Runtime) activate() {
 }
 
 // collect sorts polled records by task: records of running tasks make the
-// batch (after records queued while they caught up), those of catching-up
-// tasks wait, the rest belong to tasks this member no longer runs.
+// batch; the others (a task catching up with its changelog, or one this
+// member stopped) are dropped, and their partitions rewound to the first
+// dropped record. kgo thus never counts a record as polled that was not
+// processed: whatever offsets it commits for this member (kgolearner
+// commits a stopping task's polled offsets) are processed ones.
 func (r *Runtime) collect(fs kgo.Fetches) []*taskBatch {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	byTask := map[string]*taskBatch{}
-	get := func(t *task) *taskBatch {
-		tb := byTask[t.id]
-		if tb == nil {
-			tb = &taskBatch{t: t, overlay: map[string][]byte{}}
-			byTask[t.id] = tb
-		}
-		return tb
-	}
-	for _, t := range r.tasks {
-		if t.running && len(t.pending) > 0 {
-			get(t).recs = t.pending
-			t.pending = nil
-		}
-	}
+	rewind := map[string]map[int32]kgo.EpochOffset{}
 	fs.EachRecord(func(rec *kgo.Record) {
 		t := r.tasks[r.byInput[inputKey(rec.Topic, rec.Partition)]]
-		switch {
-		case t == nil || t.role != roleActive:
-		case t.running:
-			tb := get(t)
+		if t != nil && t.running {
+			tb := byTask[t.id]
+			if tb == nil {
+				tb = &taskBatch{t: t, overlay: map[string][]byte{}}
+				byTask[t.id] = tb
+			}
 			tb.recs = append(tb.recs, rec)
-		default:
-			t.pending = append(t.pending, rec)
+			return
+		}
+		if rewind[rec.Topic] == nil {
+			rewind[rec.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		if eo, ok := rewind[rec.Topic][rec.Partition]; !ok || rec.Offset < eo.Offset {
+			rewind[rec.Topic][rec.Partition] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset}
 		}
 	})
 	batch := slices.SortedFunc(maps.Values(byTask), func(a, b *taskBatch) int { return compareIDs(a.t.id, b.t.id) })
 	for _, tb := range batch {
 		tb.t.busy = true
 	}
+	r.mu.Unlock()
+	r.cl.SetOffsets(rewind)
 	return batch
 }
 
@@ -380,7 +381,6 @@ func (r *Runtime) release(batch []*taskBatch, err error) {
 	for _, tb := range batch {
 		t := tb.t
 		if err != nil && t.role == roleActive && t.stateful {
-			t.pos = maps.Clone(t.cp.Input)
 			t.running, t.caughtUp = false, false
 			t.activatedAt, t.replayed = time.Now(), 0
 			r.cl.PauseFetchPartitions(t.inputs)
@@ -403,6 +403,31 @@ func (r *Runtime) release(batch []*taskBatch, err error) {
 	if err != nil {
 		r.kick()
 	}
+}
+
+// rewind sets the input of a failed batch's tasks back to their state's
+// position, which the changelog holds: kgo counts the batch as polled.
+func (r *Runtime) rewind(batch []*taskBatch) {
+	seek := map[string]map[int32]kgo.EpochOffset{}
+	for _, tb := range batch {
+		if !tb.t.stateful {
+			// No state to hold a position: process the batch again.
+			for _, rec := range tb.recs[:1] {
+				seek[rec.Topic] = map[int32]kgo.EpochOffset{rec.Partition: {Epoch: -1, Offset: rec.Offset}}
+			}
+			continue
+		}
+		t := tb.t
+		t.applyMu.Lock()
+		for topic := range t.inputs {
+			if seek[topic] == nil {
+				seek[topic] = map[int32]kgo.EpochOffset{}
+			}
+			seek[topic][t.partition] = kgo.EpochOffset{Epoch: -1, Offset: t.cp.Input[topic]}
+		}
+		t.applyMu.Unlock()
+	}
+	r.cl.SetOffsets(seek)
 }
 
 // commit commits the batch's input offsets for the tasks still active. A

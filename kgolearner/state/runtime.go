@@ -368,7 +368,7 @@ func (r *Runtime) startActive(id string) {
 	}
 	r.mu.Lock()
 	t.role, t.running, t.caughtUp = roleActive, !t.stateful, false
-	t.activatedAt, t.replayed, t.pending = time.Now(), 0, nil
+	t.activatedAt, t.replayed = time.Now(), 0
 	if t.stateful {
 		r.cl.PauseFetchPartitions(t.inputs)
 	} else {
@@ -395,7 +395,7 @@ func (r *Runtime) stopActive(id string) {
 	if t.role == roleActive {
 		t.role = roleNone
 	}
-	t.running, t.caughtUp, t.pending = false, false, nil
+	t.running, t.caughtUp = false, false
 	r.cl.PauseFetchPartitions(t.inputs)
 }
 

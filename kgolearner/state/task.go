@@ -3,8 +3,6 @@ package state
 import (
 	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // role is what the member does with a task.
@@ -36,9 +34,8 @@ type task struct {
 	ready       bool      // Ready reported in this learning session
 	replayed    int64     // changelog records restored since activatedAt
 	caughtUp    bool      // activating and restored up to an end listed after activatedAt
-	pending     []*kgo.Record
-	opened      bool  // store is open
-	restored    int64 // the store's checkpoint: next changelog offset
+	opened      bool      // store is open
+	restored    int64     // the store's checkpoint: next changelog offset
 
 	// applyMu guards the store, cp and pos: the restore loop and the poll
 	// loop both write the store.

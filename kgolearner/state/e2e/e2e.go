@@ -169,6 +169,7 @@ func Run(ctx context.Context, cfg Config, s Strategy) (Result, error) {
 			return h.start(ctx, "m1")
 		}},
 	}
+	h.resetStalls() // the start's cold restores are not part of the script
 	for _, step := range script {
 		before := h.snapshot()
 		start := time.Now()
@@ -179,10 +180,11 @@ func Run(ctx context.Context, cfg Config, s Strategy) (Result, error) {
 		if err := h.waitStable(ctx); err != nil {
 			return res, fmt.Errorf("%s: %w", step.name, err)
 		}
-		p := h.snapshot().minus(before)
+		after := h.snapshot()
+		p := after.minus(before)
 		p.Name, p.Took = step.name, time.Since(start)
 		res.Phases = append(res.Phases, p)
-		logf("%s: %s took %v, downtime %v", s.Name, step.name, p.Took.Round(time.Millisecond), p.Downtime.Round(time.Millisecond))
+		logf("%s: %s took %v, downtime %v, backlog %d records", s.Name, step.name, p.Took.Round(time.Millisecond), p.Downtime.Round(time.Millisecond), h.backlog())
 	}
 	stopProducing()
 	if err := <-produced; err != nil {
@@ -463,11 +465,24 @@ func (h *harness) memberIDs(name string) ([]string, error) {
 	return ids, nil
 }
 
-// snapshot returns the running totals.
+// snapshot returns the running totals, and starts the next phase's
+// longest stall.
 func (h *harness) snapshot() Phase {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.m
+	m := h.m
+	h.m.MaxDowntime = 0
+	return m
+}
+
+// resetStalls makes every task's stall start now.
+func (h *harness) resetStalls() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	for p := range h.cfg.Tasks {
+		h.lastProgress[p] = now
+	}
 }
 
 func (p Phase) minus(q Phase) Phase {
@@ -576,4 +591,16 @@ func (h *harness) check(ctx context.Context, res *Result) error {
 	res.Exact = len(res.Diff) == 0
 	res.ProcessedTwice, err = countapp.Duplicates(ctx, h.opts, h.cfg.Tasks)
 	return err
+}
+
+// backlog returns the acknowledged input records not processed yet.
+func (h *harness) backlog() int64 {
+	ends := h.prod.Ends()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var n int64
+	for p, end := range ends {
+		n += max(0, end-h.processed[p])
+	}
+	return n
 }
