@@ -259,6 +259,15 @@ func (r *Runtime) collect(fs kgo.Fetches) []*taskBatch {
 	}
 	r.mu.Unlock()
 	r.cl.SetOffsets(rewind)
+	// Their fetches stop until the task runs: a catching-up task's
+	// partitions may have been resumed by the balancer.
+	paused := map[string][]int32{}
+	for topic, ps := range rewind {
+		for p := range ps {
+			paused[topic] = append(paused[topic], p)
+		}
+	}
+	r.cl.PauseFetchPartitions(paused)
 	return batch
 }
 
