@@ -27,21 +27,6 @@ func (g *group) receivesFirst(a, la, b, lb int32) bool {
 	return a < b
 }
 
-// heavier reports whether a is the better donor: taking a task from it saves more.
-func (g *group) heavier(a, b int32) bool {
-	x := (2*int64(g.load[a]) - 1) * g.capacity[b]
-	y := (2*int64(g.load[b]) - 1) * g.capacity[a]
-	if x != y {
-		return x > y
-	}
-	if g.spread.on && g.spread.max[a] != g.spread.max[b] {
-		// Equally heavy: the one holding more of one subtopology gives
-		// first, so spread also decides which donor gives, not only what.
-		return g.spread.max[a] > g.spread.max[b]
-	}
-	return a < b
-}
-
 // eligible reports whether m may receive tasks: staying members only, unless
 // every member is leaving (then orphans must still get an owner).
 func (g *group) eligible(m int32) bool { return !g.leaving[m] || g.staying == 0 }
@@ -157,6 +142,16 @@ func (g *group) move(t, m int32) {
 	g.load[m]++
 }
 
+// balancePlan is the state of balance, kept out of the group because
+// nothing after balance reads it.
+type balancePlan struct {
+	*group
+	spread spread  // per-subtopology counts; off (zero) until the group needs balancing
+	shed   shedder // each donor's movable tasks
+	donors *memberHeap
+	recv   *memberHeap
+}
+
 // balance moves tasks from heavy to light staying members until no move
 // lowers the imbalance (rule 7). A donor gives, in order: a task the
 // receiver has local state for, smallest reported lag first, then standbys
@@ -167,50 +162,72 @@ func (g *group) balance() {
 	if g.staying < 2 {
 		return
 	}
-	recv := newMemberHeap(len(g.load), g.lighter)
+	p := balancePlan{group: g}
+	p.recv = newMemberHeap(len(g.load), g.lighter)
 	heaviest := int32(none)
 	for m := range int32(len(g.load)) {
 		if !g.leaving[m] {
-			recv.push(m)
-			if heaviest == none || g.heavier(m, heaviest) {
+			p.recv.push(m)
+			if heaviest == none || p.heavier(m, heaviest) {
 				heaviest = m
 			}
 		}
 	}
-	if !g.worthMoving(heaviest, recv.top()) {
+	if !g.worthMoving(heaviest, p.recv.top()) {
 		return // balanced already: skip the per-task work below
 	}
-	g.spread = g.newSpread()
-	g.buildSheddable()
-	donors := newMemberHeap(len(g.load), g.heavier) // after spread: it breaks ties
+	p.spread = g.newSpread()
+	p.shed = newShedder(g, &p.spread)
+	p.donors = newMemberHeap(len(g.load), p.heavier) // after spread: it breaks ties
 	for m := range int32(len(g.load)) {
 		if !g.leaving[m] {
-			donors.push(m)
+			p.donors.push(m)
 		}
 	}
+	p.run()
+}
+
+// heavier reports whether a is the better donor: taking a task from it saves more.
+func (p *balancePlan) heavier(a, b int32) bool {
+	x := (2*int64(p.load[a]) - 1) * p.capacity[b]
+	y := (2*int64(p.load[b]) - 1) * p.capacity[a]
+	if x != y {
+		return x > y
+	}
+	if p.spread.on && p.spread.max[a] != p.spread.max[b] {
+		// Equally heavy: the one holding more of one subtopology gives
+		// first, so spread also decides which donor gives, not only what.
+		return p.spread.max[a] > p.spread.max[b]
+	}
+	return a < b
+}
+
+// run moves one task at a time from the heaviest donor to the lightest
+// receiver while that lowers the imbalance.
+func (p *balancePlan) run() {
 	for {
-		h, l := donors.top(), recv.top()
-		if h == none || h == l || !g.worthMoving(h, l) {
+		h, l := p.donors.top(), p.recv.top()
+		if h == none || h == l || !p.worthMoving(h, l) {
 			return
 		}
-		t := g.pickShed(h, l)
+		t := p.shed.pick(h, l)
 		if t == none {
-			donors.remove(h)
+			p.donors.remove(h)
 			continue
 		}
 		// A heap restores one changed key at a time, and a move changes two:
 		// re-sift h while l still has its old key, then l. (The spread
 		// counts change l's key only: h's upper bound stays.)
-		g.move(t, l)
-		g.load[l]--
-		donors.fix(h)
-		recv.fix(h)
-		g.load[l]++
-		if g.spread.on {
-			g.spread.moved(g.sub[t], h, l)
+		p.move(t, l)
+		p.load[l]--
+		p.donors.fix(h)
+		p.recv.fix(h)
+		p.load[l]++
+		if p.spread.on {
+			p.spread.moved(p.sub[t], h, l)
 		}
-		donors.fix(l)
-		recv.fix(l)
+		p.donors.fix(l)
+		p.recv.fix(l)
 	}
 }
 

@@ -8,36 +8,6 @@ package learner
 // donor holds the most more than the receiver. It never adds moves: it only
 // chooses among the moves balancing makes anyway, so a balanced group stays put.
 
-// subtopologies numbers the subtopologies densely (in numeric order) when
-// every task ID has the form "<subtopology>_<partition>".
-func subtopologies(tasks []Task) ([]int32, int) {
-	sub := make([]int32, len(tasks))
-	var seen []bool // by subtopology number, which parseSubtopologyID bounds
-	for i, t := range tasks {
-		s, _, ok := parseSubtopologyID(t.ID)
-		if !ok || s >= 1<<16 {
-			return nil, 0
-		}
-		for len(seen) <= s {
-			seen = append(seen, false)
-		}
-		seen[s] = true
-		sub[i] = int32(s)
-	}
-	dense := make([]int32, len(seen))
-	n := 0
-	for s, ok := range seen {
-		if ok {
-			dense[s] = int32(n)
-			n++
-		}
-	}
-	for i := range sub {
-		sub[i] = dense[sub[i]]
-	}
-	return sub, n
-}
-
 // placementOrder orders tasks that go to the least loaded members one by
 // one (orphans, hand-overs) subtopology by subtopology, keeping topology
 // order within each: consecutive tasks of one subtopology then land on

@@ -1,6 +1,9 @@
 package learner
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // placeStandbys gives each stateful task Options.Standbys standby replicas on
 // staying members other than its owner and learner (rule 10).
@@ -98,7 +101,7 @@ func (p *standbyPlan) setQuotas(total int64) {
 		left -= int64(p.quota[m])
 		staying = append(staying, m)
 	}
-	slices.SortStableFunc(staying, func(a, b int32) int { return cmpInt64(rem[b], rem[a]) })
+	slices.SortStableFunc(staying, func(a, b int32) int { return cmp.Compare(rem[b], rem[a]) })
 	for _, m := range staying[:left] {
 		p.quota[m]++
 	}

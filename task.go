@@ -1,5 +1,7 @@
 package learner
 
+import "fmt"
+
 // Task is one task of the topology.
 type Task struct {
 	// ID names the task: non-empty, at most 255 bytes of letters, digits,
@@ -11,6 +13,42 @@ type Task struct {
 	// through a learner that replays it first. Stateless tasks move at once.
 	Stateful bool
 }
+
+// none marks an absent task index or member rank in the dense int32 state.
+const none = -1
+
+// topology is what an Assignor knows of its tasks, fixed by New: the tasks
+// in order, their index, and their subtopologies.
+type topology struct {
+	tasks []Task
+	index taskIndex
+	sub   []int32 // per task: dense subtopology number, when every ID has the form
+	nSubs int     // distinct subtopologies; 0 when some ID lacks the form
+}
+
+// newTopology interns the tasks, which must have valid and unique IDs.
+func newTopology(tasks []Task) (topology, error) {
+	if len(tasks) > maxTasks {
+		return topology{}, fmt.Errorf("learner: %d tasks, more than %d: %w", len(tasks), maxTasks, ErrInvalidTopology)
+	}
+	tp := topology{tasks: append([]Task(nil), tasks...), index: newTaskIndex()}
+	for i, t := range tp.tasks {
+		if !validID(t.ID) {
+			return topology{}, fmt.Errorf("learner: task %d: malformed ID %q (want 1-%d letters, digits, '_', '-', '.'): %w",
+				i, t.ID, maxIDLen, ErrInvalidTopology)
+		}
+		if j := tp.index.lookup(t.ID); j != none {
+			return topology{}, fmt.Errorf("learner: task %d: ID %q duplicates task %d: %w", i, t.ID, j, ErrInvalidTopology)
+		}
+		tp.index.add(t.ID, int32(i))
+	}
+	tp.index.seal()
+	tp.sub, tp.nSubs = subtopologies(tp.tasks)
+	return tp, nil
+}
+
+// maxTasks keeps task indices in int32, the width of the hot per-task arrays.
+const maxTasks = 1 << 30
 
 // taskIndex interns task IDs into dense indices (positions in the topology).
 //
@@ -91,6 +129,36 @@ func (x *taskIndex) lookup(id string) int32 {
 		return i
 	}
 	return -1
+}
+
+// subtopologies numbers the subtopologies densely (in numeric order) when
+// every task ID has the form "<subtopology>_<partition>".
+func subtopologies(tasks []Task) ([]int32, int) {
+	sub := make([]int32, len(tasks))
+	var seen []bool // by subtopology number, which parseSubtopologyID bounds
+	for i, t := range tasks {
+		s, _, ok := parseSubtopologyID(t.ID)
+		if !ok || s >= 1<<16 {
+			return nil, 0
+		}
+		for len(seen) <= s {
+			seen = append(seen, false)
+		}
+		seen[s] = true
+		sub[i] = int32(s)
+	}
+	dense := make([]int32, len(seen))
+	n := 0
+	for s, ok := range seen {
+		if ok {
+			dense[s] = int32(n)
+			n++
+		}
+	}
+	for i := range sub {
+		sub[i] = dense[sub[i]]
+	}
+	return sub, n
 }
 
 // parseSubtopologyID parses "<subtopology>_<partition>" with both numbers in

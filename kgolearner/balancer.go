@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/wire"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -129,7 +130,7 @@ type Config struct {
 type Balancer struct {
 	topo     *topology
 	assignor *learner.Assignor
-	codec    *learner.Codec
+	codec    *wire.Codec
 	policy   learner.RejoinPolicy
 	hooks    Hooks
 	cl       atomic.Pointer[kgo.Client]
@@ -143,11 +144,12 @@ type Balancer struct {
 
 var _ kgo.GroupBalancer = (*Balancer)(nil)
 
-// workerID is the ID of the member's learner.Worker. The coordinator's
+// workerID is the ID of the member's learner.Worker, and the member ID in
+// every message of the wire format, which requires one. The coordinator's
 // member ID identifies a member to the leader; it travels in Kafka's own
-// JoinGroup fields and may change when a session expires, so it is left
-// out of the user data.
-const workerID = ""
+// JoinGroup fields and may change when a session expires, so the user data
+// carries this short placeholder instead, and the leader ignores it.
+const workerID = "self"
 
 // New returns a Balancer for the given configuration.
 func New(cfg Config) (*Balancer, error) {
@@ -162,7 +164,7 @@ func New(cfg Config) (*Balancer, error) {
 	return &Balancer{
 		topo:          topo,
 		assignor:      a,
-		codec:         learner.NewCodec(a),
+		codec:         wire.NewCodec(a),
 		policy:        cfg.Policy,
 		hooks:         cfg.Hooks,
 		w:             learner.NewWorker(workerID, cfg.Policy),

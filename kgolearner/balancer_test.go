@@ -115,8 +115,11 @@ func (b *Balancer) joinMemberAt(id string, generation int32, userData []byte, ow
 	return m
 }
 
+// encodeMember encodes m as JoinGroupMetadata does, under the placeholder
+// member ID.
 func (b *Balancer) encodeMember(t testing.TB, m learner.MemberMetadata) []byte {
 	t.Helper()
+	m.ID = workerID
 	data, err := b.codec.AppendMember(nil, m)
 	if err != nil {
 		t.Fatal(err)
@@ -229,14 +232,15 @@ func TestLeaderFallsBackOnOwnedPartitions(t *testing.T) {
 }
 
 // TestLeaderToleratesContradictions: a member whose user data contradicts
-// its owned partitions (or itself) and a zombie still claiming partitions
+// its owned partitions and a zombie still claiming partitions
 // that moved on do not fail the rebalance, steal tasks or hold up their
 // current owner.
 func TestLeaderToleratesContradictions(t *testing.T) {
 	b := newTestBalancer(t, testTopology)
 	members := []kmsg.JoinGroupResponseMember{
-		// Learns 0_0 while owning it; stands by for 0_1 it learns; ready for what it does not learn.
-		b.joinMemberAt("S1", 5, b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0", "0_1"}, Standby: []string{"0_1"}, Ready: []string{"0_1", "0_2"}}),
+		// Learns 0_0 while owning it. (User data cannot contradict itself:
+		// the wire codec refuses to encode or decode that.)
+		b.joinMemberAt("S1", 5, b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0", "0_1"}, Ready: []string{"0_1"}}),
 			map[string][]int32{"orders": {0}, "payments": {0}}),
 		// A zombie from generation 3 still claims 0_0 and 1_0.
 		b.joinMemberAt("S2", 3, b.encodeMember(t, learner.MemberMetadata{}), map[string][]int32{"orders": {0}, "payments": {0}, "clicks": {0}}),
@@ -331,9 +335,11 @@ func BenchmarkLeaderBalance(b *testing.B) {
 	}
 }
 
-// syncBytes encodes what the leader sends one member.
+// syncBytes encodes what the leader sends one member, under the
+// placeholder member ID.
 func (b *Balancer) syncBytes(t testing.TB, as learner.Assignment) []byte {
 	t.Helper()
+	as.MemberID = workerID
 	ka := kmsg.NewConsumerMemberAssignment()
 	ka.Topics = b.partitionsOf(as.Assigned)
 	var err error
@@ -380,7 +386,7 @@ func TestMemberSideHooks(t *testing.T) {
 	b.JoinGroupMetadata([]string{"clicks", "orders", "payments"}, parts, 7)
 	expect("join again")
 	m, err := b.codec.DecodeMember(meta.UserData)
-	if want := (learner.MemberMetadata{Revoked: []string{"0_0"}, Learning: []string{"0_1"}, Standby: []string{"0_2"}}); err != nil || !reflect.DeepEqual(m, want) || meta.Generation != 7 || len(meta.OwnedPartitions) != 3 {
+	if want := (learner.MemberMetadata{ID: workerID, Revoked: []string{"0_0"}, Learning: []string{"0_1"}, Standby: []string{"0_2"}}); err != nil || !reflect.DeepEqual(m, want) || meta.Generation != 7 || len(meta.OwnedPartitions) != 3 {
 		t.Errorf("JoinGroupMetadata = %+v with user data %+v, %v; want generation 7, 3 owned topics and %+v", meta, m, err, want)
 	}
 
@@ -397,7 +403,7 @@ func TestMemberSideHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err = b.codec.DecodeMember(meta.UserData)
-	if want := (learner.MemberMetadata{Learning: []string{"0_1"}, Standby: []string{"0_2"}}); err != nil || !reflect.DeepEqual(m, want) {
+	if want := (learner.MemberMetadata{ID: workerID, Learning: []string{"0_1"}, Standby: []string{"0_2"}}); err != nil || !reflect.DeepEqual(m, want) {
 		t.Errorf("join after a lost session reports %+v, %v; want the learner and standby kept: %+v", m, err, want)
 	}
 }

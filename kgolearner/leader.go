@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/wire"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -91,7 +92,7 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 			// Another topology keeps what does not depend on it
 			// (leaving, capacity, tasks sent by name); anything else
 			// keeps nothing.
-			if !errors.Is(err, learner.ErrTopologyMismatch) {
+			if !errors.Is(err, wire.ErrTopologyMismatch) {
 				m = learner.MemberMetadata{}
 			}
 			round.Undecoded++
@@ -153,18 +154,21 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 // first role in the order assigned, revoked, learning, standby, and Ready
 // keeps only learner tasks.
 func disjoint(m learner.MemberMetadata) learner.MemberMetadata {
-	seen := make(map[string]bool, len(m.Assigned)+len(m.Revoked)+len(m.Learning)+len(m.Standby))
-	keep := func(ids []string) []string {
-		var out []string
-		for _, id := range ids {
-			if !seen[id] {
-				seen[id] = true
-				out = append(out, id)
+	if cs := learner.RoleConflicts(m.Assigned, m.Revoked, m.Learning, m.Standby); len(cs) > 0 {
+		// cs is in list order: one pass per list drops its repeats.
+		k := 0
+		for i, l := range [...]*[]string{&m.Assigned, &m.Revoked, &m.Learning, &m.Standby} {
+			var kept []string
+			for at, id := range *l {
+				if k < len(cs) && cs[k].List == i && cs[k].At == at {
+					k++
+					continue
+				}
+				kept = append(kept, id)
 			}
+			*l = kept
 		}
-		return out
 	}
-	m.Assigned, m.Revoked, m.Learning, m.Standby = keep(m.Assigned), keep(m.Revoked), keep(m.Learning), keep(m.Standby)
 	m.Ready = slices.DeleteFunc(slices.Clone(m.Ready), func(id string) bool { return !slices.Contains(m.Learning, id) })
 	return m
 }

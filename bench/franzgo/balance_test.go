@@ -10,6 +10,9 @@ import (
 
 	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/internal/cputime"
+	"github.com/learnerassignor/learner/learnertest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -170,9 +173,7 @@ func BenchmarkBalance(b *testing.B) {
 		name := fmt.Sprintf("members=%d/tasks=%d/event=%s/balancer=", m, tasks, ev)
 		b.Run(name+"learner", func(b *testing.B) {
 			a, members, err := newGroup(m, tasks, ev).learner()
-			if err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, err)
 			cputime.Loop(b, func() error {
 				_, err := a.Assign(members)
 				return err
@@ -192,28 +193,24 @@ func BenchmarkBalance(b *testing.B) {
 }
 
 // TestSameProblem checks that every assignor solves each benchmark's
-// rebalance: each partition on one staying member, the staying members
-// balanced, and nothing moved when the group was already balanced. The
-// cooperative balancer withholds the partitions it moves for one more
-// rebalance, so it only has to place no partition twice.
+// rebalance: the rules every round keeps (learnertest.CheckRound: each
+// partition on one member, one assignment per member), nothing on leaving
+// members, the staying members balanced, and nothing moved when the group
+// was already balanced. The learner's answer must also keep every rule of
+// learnertest.Check. The cooperative balancer withholds the partitions it
+// moves for one more rebalance, so it only has to place no partition twice.
 func TestSameProblem(t *testing.T) {
 	const m, tasks = 100, 10_000
 	for _, ev := range []event{stable, scaleUp, scaleDown} {
 		g := newGroup(m, tasks, ev)
-		owned := map[string]map[string][]int32{} // what the members report owning
-		for _, mem := range g.members {
-			owned[mem.id] = mem.owned
-		}
+		a, members, err := g.learner()
+		require.NoError(t, err, "learner setup")
 
 		t.Run(string(ev)+"/learner", func(t *testing.T) {
-			a, members, err := g.learner()
-			if err != nil {
-				t.Fatalf("learner setup: %v", err)
-			}
 			out, err := a.Assign(members)
-			if err != nil {
-				t.Fatalf("Assign(%s) error: %v", ev, err)
-			}
+			require.NoError(t, err, "Assign(%s)", ev)
+			vs := learnertest.Check(a.Tasks(), a.Options(), members, out)
+			require.Empty(t, vs, "Assign(%s) breaks rules:\n%s", ev, learnertest.FormatViolations(vs))
 			plan := map[string]map[string][]int32{}
 			for _, as := range out {
 				plan[as.MemberID] = map[string][]int32{}
@@ -222,68 +219,76 @@ func TestSameProblem(t *testing.T) {
 					n, _ := strconv.Atoi(p)
 					plan[as.MemberID][topic] = append(plan[as.MemberID][topic], int32(n))
 				}
-				if len(as.Learning)+len(as.Learned)+len(as.Standby) > 0 {
-					t.Errorf("Assign(%s): member %s has learners, learned or standby tasks, want none for stateless tasks", ev, as.MemberID)
-				}
+				assert.Empty(t, slices.Concat(as.Learning, as.Learned, as.Standby),
+					"Assign(%s): member %s has learners, learned or standby tasks, want none for stateless tasks", ev, as.MemberID)
 			}
-			checkPlan(t, g, ev, owned, plan, true)
+			checkPlan(t, g, ev, a.Tasks(), members, plan, true)
 		})
+		// Kafka has no "leaving soon": leaving members have left the group.
+		joined := slices.DeleteFunc(slices.Clone(members), func(mm learner.MemberMetadata) bool { return mm.Leaving })
 		for _, bal := range balancers {
 			t.Run(string(ev)+"/"+bal.name, func(t *testing.T) {
 				plan, err := kafkaBalance(bal.new(), g.kafkaMembers(bal.new()), g.counts)
-				if err != nil {
-					t.Fatalf("%s balance(%s) error: %v", bal.name, ev, err)
-				}
-				checkPlan(t, g, ev, owned, plan, !bal.new().IsCooperative())
+				require.NoError(t, err, "%s balance(%s)", bal.name, ev)
+				checkPlan(t, g, ev, a.Tasks(), joined, plan, !bal.new().IsCooperative())
 			})
 		}
 	}
 }
 
 // checkPlan checks one assignor's plan (member -> topic -> partitions) for
-// the group after the event; complete says whether every partition must be
-// placed now.
-func checkPlan(t *testing.T, g group, ev event, owned, plan map[string]map[string][]int32, complete bool) {
+// the group after the event, whose members joined reporting joins; complete
+// says whether every partition must be placed now (otherwise the ones left
+// out count as withheld).
+func checkPlan(t *testing.T, g group, ev event, tasks []learner.Task, joins []learner.MemberMetadata, plan map[string]map[string][]int32, complete bool) {
 	t.Helper()
-	placed := map[string]string{} // "topic_partition" -> member
-	lo, hi := int(^uint(0)>>1), 0
-	for _, mem := range g.members {
-		n := 0
-		for topic, ps := range plan[mem.id] {
+	var out []learner.Assignment
+	placed := map[string]bool{}
+	for _, j := range joins {
+		a := learner.Assignment{MemberID: j.ID}
+		for topic, ps := range plan[j.ID] {
 			for _, p := range ps {
-				id := taskID(topic, p)
-				if prev, dup := placed[id]; dup {
-					t.Fatalf("partition %s placed on %s and %s", id, prev, mem.id)
-				}
-				placed[id] = mem.id
-				n++
+				a.Assigned = append(a.Assigned, taskID(topic, p))
+				placed[taskID(topic, p)] = true
 			}
 		}
+		out = append(out, a)
+	}
+	for id := range plan {
+		if !slices.ContainsFunc(joins, func(m learner.MemberMetadata) bool { return m.ID == id }) {
+			out = append(out, learner.Assignment{MemberID: id}) // CheckRound reports it
+		}
+	}
+	var withheld []string
+	for _, task := range tasks {
+		if !complete && !placed[task.ID] {
+			withheld = append(withheld, task.ID)
+		}
+	}
+	vs := learnertest.CheckRound(tasks, joins, out, withheld)
+	require.Empty(t, vs, "%s: the plan breaks rules:\n%s", ev, learnertest.FormatViolations(vs))
+
+	owned := map[string]map[string][]int32{} // what the members report owning
+	lo, hi := int(^uint(0)>>1), 0
+	for _, mem := range g.members {
+		owned[mem.id] = mem.owned
+		n := 0
+		for _, ps := range plan[mem.id] {
+			n += len(ps)
+		}
 		if mem.leaving {
-			if n > 0 {
-				t.Errorf("leaving member %s keeps %d partitions, want 0", mem.id, n)
-			}
+			assert.Zero(t, n, "leaving member %s keeps %d partitions, want 0", mem.id, n)
 			continue
 		}
 		lo, hi = min(lo, n), max(hi, n)
 		if ev == stable {
 			for topic, ps := range owned[mem.id] {
-				if got := plan[mem.id][topic]; !slices.Equal(slices.Sorted(slices.Values(got)), ps) {
-					t.Fatalf("stable group: member %s topic %s gets %v, want %v unchanged", mem.id, topic, got, ps)
-				}
+				got := slices.Sorted(slices.Values(plan[mem.id][topic]))
+				require.Equal(t, ps, got, "stable group: member %s topic %s changed", mem.id, topic)
 			}
 		}
 	}
-	total := 0
-	for _, n := range g.counts {
-		total += int(n)
-	}
 	if complete {
-		if len(placed) != total {
-			t.Errorf("%d of %d partitions placed, want all", len(placed), total)
-		}
-		if hi-lo > 1 {
-			t.Errorf("staying members hold %d to %d partitions, want balanced", lo, hi)
-		}
+		assert.LessOrEqual(t, hi-lo, 1, "staying members hold %d to %d partitions, want balanced", lo, hi)
 	}
 }

@@ -1,0 +1,92 @@
+package learner
+
+// group is the working state of one Assign call: the members' reports read
+// into dense integers, members by rank (their position in natural ID order)
+// and tasks by index. Per-member slices are indexed by rank, per-task slices
+// by task index. They are allocated once per call; nothing is shared between
+// calls. Balancing and standby placement keep their own working state
+// (balancePlan, standbyPlan) and write their decisions back here.
+type group struct {
+	*topology
+	opts   Options
+	in     []MemberMetadata
+	byRank []int32 // rank -> position in in
+
+	// Per member.
+	leaving  []bool
+	capacity []int64
+	rack     []int32 // interned rack, none without one
+	nRacks   int
+	load     []int32 // planned active tasks: owned and not learned away, plus learning
+	held     csr     // tasks reported in Assigned or Revoked, sorted
+	warmBy   csr     // per member: tasks it has local state for (standby or lag), smallest lag first
+	unknown  map[int32][]string
+	staying  int // members not leaving
+	capTotal int64
+
+	// Per task.
+	owner      []int32 // rank of the active owner
+	ownerClass []uint8 // how the owner claimed it (claim*), for conflicts
+	learner    []int32 // rank of the learner
+	learnerKey []learnerKey
+	fixed      []bool // placed this round: not to be moved again
+	warm       csr    // members with local state for the task (standby or lag)
+	warmLag    []int64
+	warmIsSb   []bool
+
+	learnersInFlight int // learners kept or placed, for Options.MaxLearners
+
+	// Standbys: task t's are sbItems[sbStart[t]:sbStart[t]+sbHave[t]].
+	sbStart, sbItems, sbHave []int32
+	sbCount                  []int32 // per member
+}
+
+// newGroup allocates the per-member and per-task state of a group whose
+// members, in rank order, are in[byRank[0]], in[byRank[1]], ...; nobody owns
+// or learns anything yet.
+func newGroup(topo *topology, opts Options, in []MemberMetadata, byRank []int32) *group {
+	n, nt := len(in), len(topo.tasks)
+	g := &group{topology: topo, opts: opts, in: in, byRank: byRank}
+	g.leaving = make([]bool, n)
+	g.capacity = make([]int64, n)
+	g.rack = make([]int32, n)
+	g.load = make([]int32, n)
+	g.owner = make([]int32, nt)
+	g.ownerClass = make([]uint8, nt)
+	g.learner = make([]int32, nt)
+	g.fixed = make([]bool, nt)
+	for t := range g.owner {
+		g.owner[t], g.learner[t] = none, none
+	}
+	return g
+}
+
+// learnerKey is what ranks a member among the learners of one task
+// (learnerKey.better holds the rule).
+type learnerKey struct {
+	staying, ready bool
+	lag            int64
+}
+
+// csr holds one sorted int32 list per row in one backing array (compressed
+// sparse rows): one allocation instead of one per member or task.
+type csr struct {
+	start []int32 // row r is items[start[r]:start[r+1]]
+	items []int32
+}
+
+func (c *csr) row(r int32) []int32 { return c.items[c.start[r]:c.start[r+1]] }
+
+// setOwner makes m the active owner of t for the rest of this call.
+func (g *group) setOwner(t, m int32) {
+	g.owner[t] = m
+	g.fixed[t] = true
+}
+
+// planned is the member that will own t once its learner (if any) is ready.
+func (g *group) planned(t int32) int32 {
+	if l := g.learner[t]; l != none {
+		return l
+	}
+	return g.owner[t]
+}

@@ -1,0 +1,317 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/learnerassignor/learner"
+)
+
+// DecodeMember decodes member metadata encoded by AppendMember, by this
+// version of the package or a newer one. Lists come back in topology order
+// followed by tasks sent by name; empty lists are nil.
+//
+// Bytes from an unknown version, that do not parse, or that hold what
+// AppendMember refuses to encode give an error wrapping ErrMalformed. A
+// message from a different topology gives an error wrapping
+// ErrTopologyMismatch together with the metadata minus the tasks sent by
+// index. Decoding never panics, and allocates at most a small multiple of
+// len(b): every declared length is checked against the bytes that remain
+// before anything is allocated.
+func (c *Codec) DecodeMember(b []byte) (learner.MemberMetadata, error) {
+	d := decoder{c: c, b: b, kind: &memberKind}
+	match := d.header()
+	var m learner.MemberMetadata
+	m.ID = d.id("ID", false)
+	flags := d.byte("flags")
+	m.Leaving = flags&wireFlagLeaving != 0
+	capacity := d.uvarint("capacity")
+	if d.err == nil && capacity > maxWireCapacity {
+		d.fail("capacity %d out of range [0, %d]", capacity, maxWireCapacity)
+	}
+	m.Capacity = int(capacity)
+	m.Rack = d.id("rack", true)
+	sets := d.tasksets(match)
+	lag, sent := d.taskset("lag", match)
+	lags := make([]int64, 0, lag.len())
+	for i := range sent {
+		l := d.uvarint("lag")
+		if d.err == nil && l > math.MaxInt64 {
+			d.fail("lag %d out of range", l)
+		}
+		if i >= sent-lag.len() { // not an index of another topology
+			lags = append(lags, int64(l))
+		}
+	}
+	if d.err != nil {
+		return learner.MemberMetadata{}, d.err
+	}
+	for i, l := range [nLists]*[]string{&m.Assigned, &m.Revoked, &m.Learning, &m.Ready, &m.Standby} {
+		*l = c.ids(&sets[i])
+	}
+	if len(lags) > 0 {
+		m.Lag = make([]learner.TaskLag, 0, len(lags))
+		for i, t := range lag.idx {
+			m.Lag = append(m.Lag, learner.TaskLag{Task: c.tasks[t].ID, Lag: lags[i]})
+		}
+		for i, name := range lag.names {
+			m.Lag = append(m.Lag, learner.TaskLag{Task: name, Lag: lags[len(lag.idx)+i]})
+		}
+	}
+	return m, d.mismatch(match)
+}
+
+// DecodeAssignment decodes an assignment encoded by AppendAssignment, by this
+// version of the package or a newer one. Errors, allocation and the partial
+// result on ErrTopologyMismatch are as for DecodeMember.
+func (c *Codec) DecodeAssignment(b []byte) (learner.Assignment, error) {
+	d := decoder{c: c, b: b, kind: &assignmentKind}
+	match := d.header()
+	var as learner.Assignment
+	as.MemberID = d.id("member ID", false)
+	sets := d.tasksets(match)
+	if d.err != nil {
+		return learner.Assignment{}, d.err
+	}
+	for i, l := range [nLists]*[]string{&as.Assigned, &as.Revoked, &as.Learning, &as.Learned, &as.Standby} {
+		*l = c.ids(&sets[i])
+	}
+	return as, d.mismatch(match)
+}
+
+// decoder reads one message. The first error sticks: later reads return
+// zero values, so decoding code reads straight through without checks.
+type decoder struct {
+	c    *Codec
+	b    []byte
+	kind *kind
+	off  int // next byte to read
+	at   int // where the item being read starts, for errors
+	err  error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("wire: decode %s: byte %d: %s: %w", d.kind.what, d.at, fmt.Sprintf(format, args...), ErrMalformed)
+	}
+}
+
+// header checks version and kind and reports whether the fingerprint
+// matches this codec's topology.
+func (d *decoder) header() bool {
+	if len(d.b) < wireHeaderLen {
+		d.fail("%d bytes, shorter than the %d-byte header", len(d.b), wireHeaderLen)
+		return false
+	}
+	if v := d.b[0]; v != wireVersion {
+		d.fail("unknown version %d (this decoder reads version %d)", v, wireVersion)
+		return false
+	}
+	if k := d.b[1]; k != d.kind.code {
+		d.fail("message kind %d, want %d", k, d.kind.code)
+		return false
+	}
+	d.off = wireHeaderLen
+	return binary.BigEndian.Uint64(d.b[2:]) == d.c.fingerprint
+}
+
+func (d *decoder) mismatch(match bool) error {
+	if match {
+		return nil
+	}
+	return fmt.Errorf("wire: decode %s: fingerprint %016x, this topology's is %016x: %w",
+		d.kind.what, binary.BigEndian.Uint64(d.b[2:]), d.c.fingerprint, ErrTopologyMismatch)
+}
+
+func (d *decoder) remaining() int { return len(d.b) - d.off }
+
+func (d *decoder) byte(what string) byte {
+	if d.err != nil {
+		return 0
+	}
+	d.at = d.off
+	if d.remaining() < 1 {
+		d.fail("%s: truncated", what)
+		return 0
+	}
+	d.off++
+	return d.b[d.off-1]
+}
+
+func (d *decoder) uvarint(what string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	d.at = d.off
+	x, n := binary.Uvarint(d.b[d.off:])
+	if n <= 0 {
+		if n == 0 {
+			d.fail("%s: truncated", what)
+		} else {
+			d.fail("%s: varint overflows 64 bits", what)
+		}
+		return 0
+	}
+	d.off += n
+	return x
+}
+
+// length reads a count of items that take at least minBytes each, bounded
+// by the bytes that remain so that no allocation outgrows the input.
+func (d *decoder) length(what string, minBytes int) int {
+	n := d.uvarint(what)
+	if d.err == nil && n > uint64(d.remaining()/minBytes) {
+		d.fail("%s: declared %d, but only %d bytes remain", what, n, d.remaining())
+		return 0
+	}
+	return int(n)
+}
+
+// id reads a string that must be a well-formed ID (or empty, if allowed).
+func (d *decoder) id(what string, emptyOK bool) string {
+	n := d.length(what+" length", 1)
+	if d.err != nil || n == 0 && emptyOK {
+		return ""
+	}
+	if n > learner.MaxIDLen {
+		d.fail("%s of %d bytes is longer than %d", what, n, learner.MaxIDLen)
+		return ""
+	}
+	raw := d.b[d.off : d.off+n]
+	if !learner.ValidID(string(raw)) {
+		d.fail("malformed %s %q", what, raw)
+		return ""
+	}
+	d.off += n
+	return string(raw)
+}
+
+// tasksets reads a message's task lists and checks its kind's rules on
+// them.
+func (d *decoder) tasksets(match bool) (sets [nLists]taskset) {
+	for i := range sets {
+		sets[i], _ = d.taskset(d.kind.lists[i], match)
+	}
+	if d.err == nil {
+		if err := d.kind.check(d.c, &sets); err != nil {
+			d.at = d.off
+			d.fail("%v", err)
+		}
+	}
+	return sets
+}
+
+// taskset reads one taskset. It returns the tasks it can interpret (by
+// index only when the topology matches) and the count of tasks sent, so
+// that lists parallel to the taskset can be read in step.
+func (d *decoder) taskset(what string, match bool) (s taskset, sent int) {
+	header := d.uvarint(what + " header")
+	if d.err != nil {
+		return taskset{}, 0
+	}
+	count := header >> wireTasksetHeaderSh
+	if header&wireTasksetBitset == 0 {
+		s.idx = d.gaps(what, count, match)
+	} else {
+		s.idx = d.bitset(what, count, match)
+	}
+	if d.err == nil && header&wireTasksetNames != 0 {
+		s.names = d.names(what, match)
+	}
+	if d.err != nil {
+		return taskset{}, 0
+	}
+	return s, int(count) + len(s.names)
+}
+
+// gaps reads count indices sent as gaps; each takes at least one byte.
+func (d *decoder) gaps(what string, count uint64, match bool) []int32 {
+	if count > uint64(d.remaining()) {
+		d.fail("%s: declared %d tasks, but only %d bytes remain", what, count, d.remaining())
+		return nil
+	}
+	var idx []int32
+	if match && count > 0 {
+		idx = make([]int32, 0, count)
+	}
+	nt, next := uint64(len(d.c.tasks)), uint64(0)
+	label := what + " index" // once: built per task, it was most of the decoder's allocations
+	for range count {
+		gap := d.uvarint(label)
+		if d.err != nil || !match {
+			continue // without the sender's topology the indices mean nothing
+		}
+		if gap >= nt || next > nt-1-gap {
+			d.fail("%s: task index %d+%d beyond the topology's %d tasks", what, next, gap, nt)
+			return nil
+		}
+		idx = append(idx, int32(next+gap))
+		next += gap + 1
+	}
+	return idx
+}
+
+// bitset reads count indices sent as a bitset.
+func (d *decoder) bitset(what string, count uint64, match bool) []int32 {
+	first := d.uvarint(what + " first index")
+	span := d.length(what+" bitset length", 1)
+	if d.err != nil {
+		return nil
+	}
+	bs := d.b[d.off : d.off+span]
+	set := 0
+	for _, x := range bs {
+		set += bits.OnesCount8(x)
+	}
+	if set == 0 || uint64(set) != count || bs[span-1] == 0 {
+		d.fail("%s: bitset of %d bytes holds %d tasks, header declares %d (want at least one, no zero byte at the end)", what, span, set, count)
+		return nil
+	}
+	d.off += span
+	if !match {
+		return nil
+	}
+	nt := uint64(len(d.c.tasks))
+	if last := uint64(span*8 - 1 - bits.LeadingZeros8(bs[span-1])); first >= nt || last >= nt-first {
+		d.fail("%s: bitset of tasks %d to %d beyond the topology's %d tasks", what, first, first+last, nt)
+		return nil
+	}
+	idx := make([]int32, 0, count)
+	for j, x := range bs {
+		for ; x != 0; x &= x - 1 {
+			idx = append(idx, int32(first+uint64(j*8+bits.TrailingZeros8(x))))
+		}
+	}
+	return idx
+}
+
+// names reads the tasks of a taskset sent by name.
+func (d *decoder) names(what string, match bool) []string {
+	k := d.length(what+" name count", 2) // a length byte and at least one byte each
+	if d.err == nil && k == 0 {
+		d.fail("%s: empty name list flagged", what)
+	}
+	if d.err != nil {
+		return nil
+	}
+	names := make([]string, 0, k)
+	seen := make(map[string]bool, k)
+	for range k {
+		name := d.id(what+" task ID", false)
+		switch {
+		case d.err != nil:
+			return nil
+		case match && d.c.a.TaskIndex(name) >= 0:
+			d.fail("%s: task %q sent by name, but the topology has it", what, name)
+			return nil
+		case seen[name]:
+			d.fail("%s: task %q listed twice", what, name)
+			return nil
+		}
+		seen[name] = true
+		names = append(names, name)
+	}
+	return names
+}

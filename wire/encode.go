@@ -1,0 +1,202 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/learnerassignor/learner"
+)
+
+// AppendMember appends the encoding of m to b. Lists may be in any order;
+// tasks the topology lacks are sent by name. It fails, wrapping
+// learner.ErrInvalidMember, on what Assign would reject in m alone (a
+// malformed or empty ID, a task listed twice in one list or in two of
+// assigned, revoked, learning and standby, a ready task not in learning, a
+// negative capacity or lag) and on a capacity above math.MaxInt32.
+func (c *Codec) AppendMember(b []byte, m learner.MemberMetadata) ([]byte, error) {
+	fail := func(err error) ([]byte, error) {
+		return nil, fmt.Errorf("wire: encode member %q: %v: %w", m.ID, err, learner.ErrInvalidMember)
+	}
+	if err := checkID("member ID", m.ID); err != nil {
+		return fail(err)
+	}
+	if m.Capacity < 0 || m.Capacity > maxWireCapacity {
+		return fail(fmt.Errorf("capacity %d out of range [0, %d]", m.Capacity, maxWireCapacity))
+	}
+	if m.Rack != "" {
+		if err := checkID("rack", m.Rack); err != nil {
+			return fail(err)
+		}
+	}
+	sets, err := c.internAll(&memberKind, m.Assigned, m.Revoked, m.Learning, m.Ready, m.Standby)
+	if err != nil {
+		return fail(err)
+	}
+	lagIDs := make([]string, len(m.Lag))
+	lagOf := make(map[string]int64, len(m.Lag))
+	for i, l := range m.Lag {
+		if l.Lag < 0 {
+			return fail(fmt.Errorf("lag %d of task %q is negative", l.Lag, l.Task))
+		}
+		lagIDs[i], lagOf[l.Task] = l.Task, l.Lag
+	}
+	lag, err := c.intern("lag", lagIDs)
+	if err != nil {
+		return fail(err)
+	}
+
+	b = c.appendHeader(b, wireKindMember)
+	b = appendString(b, m.ID)
+	var flags byte
+	if m.Leaving {
+		flags |= wireFlagLeaving
+	}
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, uint64(m.Capacity))
+	b = appendString(b, m.Rack)
+	for i := range sets {
+		b = sets[i].appendTo(b)
+	}
+	b = lag.appendTo(b)
+	for _, t := range lag.idx {
+		b = binary.AppendUvarint(b, uint64(lagOf[c.tasks[t].ID]))
+	}
+	for _, name := range lag.names {
+		b = binary.AppendUvarint(b, uint64(lagOf[name]))
+	}
+	return b, nil
+}
+
+// AppendAssignment appends the encoding of as to b. Lists may be in any
+// order; tasks the topology lacks (a revoked task of an older topology) are
+// sent by name. It fails, wrapping learner.ErrInvalidMember, on what Assign
+// never sends: a malformed or empty member ID, a task listed twice in one
+// list or in two of assigned, learning and standby, a learned task not in
+// assigned.
+func (c *Codec) AppendAssignment(b []byte, as learner.Assignment) ([]byte, error) {
+	fail := func(err error) ([]byte, error) {
+		return nil, fmt.Errorf("wire: encode assignment of %q: %v: %w", as.MemberID, err, learner.ErrInvalidMember)
+	}
+	if err := checkID("member ID", as.MemberID); err != nil {
+		return fail(err)
+	}
+	sets, err := c.internAll(&assignmentKind, as.Assigned, as.Revoked, as.Learning, as.Learned, as.Standby)
+	if err != nil {
+		return fail(err)
+	}
+	b = c.appendHeader(b, wireKindAssignment)
+	b = appendString(b, as.MemberID)
+	for i := range sets {
+		b = sets[i].appendTo(b)
+	}
+	return b, nil
+}
+
+func (c *Codec) appendHeader(b []byte, kind byte) []byte {
+	b = append(b, wireVersion, kind)
+	return binary.BigEndian.AppendUint64(b, c.fingerprint)
+}
+
+func checkID(what, id string) error {
+	if !learner.ValidID(id) {
+		return fmt.Errorf("malformed %s %q (want 1-%d letters, digits, '_', '-', '.')", what, id, learner.MaxIDLen)
+	}
+	return nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// internAll interns a message's lists, in wire order, and checks k's rules
+// on them.
+func (c *Codec) internAll(k *kind, lists ...[]string) (sets [nLists]taskset, err error) {
+	for i, ids := range lists {
+		if sets[i], err = c.intern(k.lists[i], ids); err != nil {
+			return sets, err
+		}
+	}
+	return sets, k.check(c, &sets)
+}
+
+// intern turns a task list into a taskset: known tasks by index, sorted,
+// the others by name in the given order. A task listed twice, or a
+// malformed name, is an error.
+func (c *Codec) intern(what string, ids []string) (taskset, error) {
+	s := taskset{idx: make([]int32, 0, len(ids))}
+	for _, id := range ids {
+		if t := c.a.TaskIndex(id); t >= 0 {
+			s.idx = append(s.idx, int32(t))
+			continue
+		}
+		if err := checkID("task ID in "+what, id); err != nil {
+			return taskset{}, err
+		}
+		s.names = append(s.names, id)
+	}
+	slices.Sort(s.idx)
+	for i := 1; i < len(s.idx); i++ {
+		if s.idx[i] == s.idx[i-1] {
+			return taskset{}, fmt.Errorf("task %q listed twice in %s", c.tasks[s.idx[i]].ID, what)
+		}
+	}
+	if len(s.names) > 1 {
+		seen := make(map[string]bool, len(s.names))
+		for _, name := range s.names {
+			if seen[name] {
+				return taskset{}, fmt.Errorf("task %q listed twice in %s", name, what)
+			}
+			seen[name] = true
+		}
+	}
+	return s, nil
+}
+
+// appendTo appends s in whichever index form is shorter.
+func (s *taskset) appendTo(b []byte) []byte {
+	idx := s.idx
+	header := uint64(len(idx)) << wireTasksetHeaderSh
+	if len(s.names) > 0 {
+		header |= wireTasksetNames
+	}
+	gapLen, prev := 0, int32(-1)
+	for _, t := range idx {
+		gapLen += uvarintLen(uint64(t - prev - 1))
+		prev = t
+	}
+	var bitsetLen, span int
+	if len(idx) > 0 {
+		span = int(idx[len(idx)-1]-idx[0])/8 + 1
+		bitsetLen = uvarintLen(uint64(idx[0])) + uvarintLen(uint64(span)) + span
+	}
+	if len(idx) > 0 && bitsetLen < gapLen {
+		b = binary.AppendUvarint(b, header|wireTasksetBitset)
+		b = binary.AppendUvarint(b, uint64(idx[0]))
+		b = binary.AppendUvarint(b, uint64(span))
+		start := len(b)
+		b = append(b, make([]byte, span)...)
+		for _, t := range idx {
+			j := t - idx[0]
+			b[start+int(j/8)] |= 1 << (j % 8)
+		}
+	} else {
+		b = binary.AppendUvarint(b, header)
+		prev = -1
+		for _, t := range idx {
+			b = binary.AppendUvarint(b, uint64(t-prev-1))
+			prev = t
+		}
+	}
+	if len(s.names) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(s.names)))
+		for _, name := range s.names {
+			b = appendString(b, name)
+		}
+	}
+	return b
+}
+
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }

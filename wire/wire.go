@@ -1,0 +1,151 @@
+// Package wire is the binary format that carries a member's report to the
+// group leader (Kafka: the JoinGroup subscription's user data) and the
+// leader's answer back (Kafka: the SyncGroup assignment's user data): a
+// learner.MemberMetadata and a learner.Assignment, with tasks named by their
+// position in the topology instead of by ID.
+//
+// Layout, version 1 (uvarint = encoding/binary's unsigned varint; string =
+// uvarint length then bytes):
+//
+//	member metadata            assignment
+//	  byte     version (1)       byte     version (1)
+//	  byte     kind (1)          byte     kind (2)
+//	  8 bytes  fingerprint       8 bytes  fingerprint
+//	  string   ID                string   member ID
+//	  byte     flags (1 leaving) taskset  assigned
+//	  uvarint  capacity          taskset  revoked
+//	  string   rack              taskset  learning
+//	  taskset  assigned          taskset  learned
+//	  taskset  revoked           taskset  standby
+//	  taskset  learning
+//	  taskset  ready
+//	  taskset  standby
+//	  taskset  tasks with lag, then one uvarint lag per task in that order
+//
+// A taskset names tasks by their index in the topology, so a task costs one
+// or two bytes instead of its ID:
+//
+//	uvarint  count<<2 | names<<1 | bitset
+//	bitset=0: count uvarints: the first index, then each gap minus one
+//	          (indices strictly increase, so gaps are at least one)
+//	bitset=1: uvarint first index, uvarint n, n bytes: bit j (LSB first)
+//	          of the bytes is index first+j; count bits are set
+//	names=1:  uvarint k, k strings: tasks the encoder's topology lacks
+//
+// The encoder picks whichever of the two index forms is shorter: gaps for a
+// member's scattered share of a big topology, a bitset for a dense run.
+//
+// Compatibility: a decoder reads the fields it knows and ignores any bytes
+// after them, so a newer minor revision appends fields at the end and older
+// leaders keep working. An incompatible change bumps the version byte; a
+// decoder rejects a version it does not know with ErrMalformed.
+//
+// Task indices only mean something to a receiver with the same task list,
+// so every message carries the encoder's topology fingerprint. A receiver
+// whose fingerprint differs gets ErrTopologyMismatch and keeps what does not
+// depend on indices (IDs, flags, capacity, rack and tasks sent by name).
+//
+// Neither end sends or accepts a message the other would refuse: the
+// encoders and the decoders check the rules Assign enforces on one member's
+// report (a valid member ID, a task in at most one of assigned, revoked,
+// learning and standby, ready tasks among the learning ones) and the rules
+// of Assign's output a member relies on (a valid member ID, a task in at most
+// one of assigned, learning and standby, learned tasks among the assigned).
+// Rules that need the whole group, such as unique member IDs, are Assign's.
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/fnv"
+	"math"
+
+	"github.com/learnerassignor/learner"
+)
+
+// Errors returned by the decoders wrap one of these; errors returned by
+// the encoders wrap learner.ErrInvalidMember.
+var (
+	// ErrMalformed reports bytes that are not a message of a known version
+	// of the wire format (truncated, corrupt, or from an incompatible
+	// version), or a message no encoder writes: one that breaks a rule of
+	// its contents that the encoder enforces.
+	ErrMalformed = errors.New("malformed wire format")
+	// ErrTopologyMismatch reports a message encoded against a different
+	// task list, whose task indices the receiver cannot interpret.
+	ErrTopologyMismatch = errors.New("topology mismatch")
+)
+
+const (
+	wireVersion         = 1
+	wireKindMember      = 1
+	wireKindAssignment  = 2
+	wireHeaderLen       = 2 + 8
+	wireFlagLeaving     = 1
+	wireTasksetBitset   = 1
+	wireTasksetNames    = 2
+	wireTasksetHeaderSh = 2
+	maxWireCapacity     = math.MaxInt32
+)
+
+// The task lists of each message kind, in wire order.
+const (
+	listAssigned = iota
+	listRevoked
+	listLearning
+	listReady // assignment: learned
+	listStandby
+	nLists
+)
+
+// Codec encodes and decodes member metadata and assignments for one
+// topology. It is immutable and safe for concurrent use; build it once per
+// Assignor, since hashing the task list is linear in the topology.
+type Codec struct {
+	a           *learner.Assignor
+	tasks       []learner.Task // a's tasks: a position's ID
+	fingerprint uint64
+}
+
+// NewCodec returns a Codec for a's topology.
+func NewCodec(a *learner.Assignor) *Codec {
+	// Only the IDs and their order decide what an index means, so only they
+	// are hashed: members that disagree on a task's statefulness can still
+	// read each other's reports.
+	h := fnv.New64a()
+	var n [binary.MaxVarintLen64]byte
+	tasks := a.Tasks()
+	for _, t := range tasks {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(t.ID)))])
+		h.Write([]byte(t.ID))
+	}
+	return &Codec{a: a, tasks: tasks, fingerprint: h.Sum64()}
+}
+
+// Fingerprint returns the hash of the topology's task IDs in order that
+// every message carries.
+func (c *Codec) Fingerprint() uint64 { return c.fingerprint }
+
+// taskset is one task list in the codec's dense form: the topology's tasks
+// by index, strictly increasing, then the tasks the topology lacks by name.
+// A decoded taskset from another topology has no indices. Both directions
+// check the rules on this form, before any task ID string is built, so a
+// decoder into Assign's dense integers would need no second check.
+type taskset struct {
+	idx   []int32
+	names []string
+}
+
+func (s *taskset) len() int { return len(s.idx) + len(s.names) }
+
+// ids returns s as task IDs in wire order; empty is nil.
+func (c *Codec) ids(s *taskset) []string {
+	if s.len() == 0 {
+		return nil
+	}
+	ids := make([]string, 0, s.len())
+	for _, t := range s.idx {
+		ids = append(ids, c.tasks[t].ID)
+	}
+	return append(ids, s.names...)
+}
