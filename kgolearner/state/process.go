@@ -165,7 +165,7 @@ func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) error {
 	}
 	switch {
 	case err == nil:
-		r.commit(ctx, batch)
+		r.commit(batch)
 		return nil
 	case ctx.Err() != nil:
 		return nil // stopped mid-batch, as a crash would
@@ -439,22 +439,54 @@ func (r *Runtime) rewind(batch []*taskBatch) {
 	r.cl.SetOffsets(seek)
 }
 
-// commit commits the batch's input offsets for the tasks still active. A
-// failed commit only costs replay: the next owner skips what its state
-// holds.
-func (r *Runtime) commit(ctx context.Context, batch []*taskBatch) {
-	offsets := map[string]map[int32]kgo.EpochOffset{}
+// commit queues the batch's input offsets for the commit loop. Committing
+// here would stall every task of the member for the length of each
+// rebalance: kgo blocks commits during its join and sync.
+func (r *Runtime) commit(batch []*taskBatch) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, tb := range batch {
 		if tb.t.role != roleActive {
 			continue
 		}
 		for _, rec := range tb.recs {
-			if offsets[rec.Topic] == nil {
-				offsets[rec.Topic] = map[int32]kgo.EpochOffset{}
+			if r.toCommit[rec.Topic] == nil {
+				r.toCommit[rec.Topic] = map[int32]kgo.EpochOffset{}
 			}
-			if eo := offsets[rec.Topic][rec.Partition]; rec.Offset+1 > eo.Offset {
-				offsets[rec.Topic][rec.Partition] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
+			if eo := r.toCommit[rec.Topic][rec.Partition]; rec.Offset+1 > eo.Offset {
+				r.toCommit[rec.Topic][rec.Partition] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
+			}
+		}
+	}
+	select {
+	case r.kickCommit <- struct{}{}:
+	default:
+	}
+}
+
+// commitLoop commits the queued offsets, the newest per partition, until
+// ctx is done. A failed commit only costs replay: the next owner skips what
+// its state holds.
+func (r *Runtime) commitLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kickCommit:
+		}
+		r.commitQueued(ctx)
+	}
+}
+
+// commitQueued commits the queued offsets of tasks still active here.
+func (r *Runtime) commitQueued(ctx context.Context) {
+	r.mu.Lock()
+	offsets := r.toCommit
+	r.toCommit = map[string]map[int32]kgo.EpochOffset{}
+	for topic, ps := range offsets {
+		for p := range ps {
+			if t := r.tasks[r.byInput[inputKey(topic, p)]]; t == nil || t.role != roleActive {
+				delete(ps, p)
 			}
 		}
 	}

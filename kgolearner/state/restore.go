@@ -106,6 +106,28 @@ func (r *Runtime) checkCaughtUp(t *task) {
 	}
 }
 
+// prioritize pauses the restores of learners and standbys while an active
+// task catches up, as Kafka Streams pauses standbys: the active task's
+// input waits for its restore, theirs does not. r.mu is held.
+func (r *Runtime) prioritize() {
+	background := map[string][]int32{}
+	urgent := false
+	for _, t := range r.tasks {
+		switch {
+		case !t.consuming:
+		case t.role == roleActive:
+			urgent = true
+		default:
+			background[t.changelog] = append(background[t.changelog], t.partition)
+		}
+	}
+	if urgent {
+		r.rcl.PauseFetchPartitions(background)
+	} else {
+		r.rcl.ResumeFetchPartitions(background)
+	}
+}
+
 // missingTopicTimeout is how long a changelog topic may stay unknown
 // before the runtime gives up.
 const missingTopicTimeout = 10 * time.Second
@@ -132,6 +154,7 @@ func (r *Runtime) lagLoop(ctx context.Context) {
 func (r *Runtime) refreshLags(ctx context.Context) error {
 	listed := time.Now()
 	parts := map[string][]int32{}
+	before := map[string]int64{} // restored offsets before the listing
 	r.mu.Lock()
 	add := map[string]map[int32]kgo.Offset{}
 	remove := map[string][]int32{}
@@ -148,10 +171,12 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 		t.consuming = t.restoring()
 		if t.opened && !t.running {
 			parts[t.changelog] = append(parts[t.changelog], t.partition)
+			before[t.id] = t.restored
 		}
 	}
 	r.rcl.RemoveConsumePartitions(remove)
 	r.rcl.AddConsumePartitions(add)
+	r.prioritize()
 	r.mu.Unlock()
 	if len(parts) == 0 {
 		return nil
@@ -185,12 +210,14 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 				continue
 			}
 			t.end, t.endAt = end, listed
-			if t.restored > end {
+			if before[t.id] > end {
+				// The end grows, so it can only be below what the store
+				// held before the listing if the changelog lost records.
 				ahead = append(ahead, t)
 				continue
 			}
-			lags[t.id] = end - t.restored
-			if t.role == roleLearner && !t.ready && end-t.restored <= r.cfg.Options.AcceptableLag {
+			lags[t.id] = max(0, end-t.restored)
+			if t.role == roleLearner && !t.ready && lags[t.id] <= r.cfg.Options.AcceptableLag {
 				t.ready = true
 				ready = append(ready, t)
 			}

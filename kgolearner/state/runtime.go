@@ -115,11 +115,16 @@ type Runtime struct {
 	wakePoll    context.CancelFunc // ends the poll in progress
 
 	kickLag      chan struct{}
-	missingSince time.Time // lag loop: when a changelog topic went missing
+	kickCommit   chan struct{}
+	toCommit     map[string]map[int32]kgo.EpochOffset // offsets for the commit loop
+	missingSince time.Time                            // lag loop: when a changelog topic went missing
 	stopOnce     sync.Once
 	stop         chan struct{} // closed by Shutdown: Run returns
 	fatal        chan error
 }
+
+// restoreFetchBytes caps a restore fetch.
+const restoreFetchBytes = 256 << 10
 
 // ErrStore wraps an error from a task's store.
 var ErrStore = errors.New("state: store")
@@ -136,7 +141,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.LagInterval = 100 * time.Millisecond
 	}
 	r := &Runtime{cfg: cfg, stores: cfg.Stores, tasks: map[string]*task{}, byInput: map[string]string{}, byChangelog: map[string]string{},
-		kickLag: make(chan struct{}, 1), stop: make(chan struct{}), fatal: make(chan error, 1)}
+		kickLag: make(chan struct{}, 1), kickCommit: make(chan struct{}, 1), toCommit: map[string]map[int32]kgo.EpochOffset{}, stop: make(chan struct{}), fatal: make(chan error, 1)}
 	if r.stores == nil {
 		r.stores = &MemoryStores{}
 	}
@@ -209,10 +214,16 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 // Cancelling ctx stops at once, abandoning the batch in flight as a crash
 // would; call Leave for an orderly hand-over. A Runtime runs once.
 func (r *Runtime) Run(ctx context.Context) (err error) {
-	// A short metadata age: a changelog topic just created is listed in
-	// about a second rather than kgo's default five.
-	r.rcl, err = kgo.NewClient(slices.Concat(r.cfg.ClientOpts, []kgo.Opt{
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}), kgo.MetadataMinAge(time.Second)})...)
+	// The restore client's defaults come first, so ClientOpts may change
+	// them. A short metadata age lists a changelog topic just created in
+	// about a second rather than kgo's default five. Fetches are capped
+	// well below kgo's 50 MB: a restore then shares the broker with the
+	// active tasks' writes in small slices instead of holding it for one
+	// huge response (on the in-process kfake, a 50 MB restore fetch stalled
+	// every member's processing for its whole duration).
+	r.rcl, err = kgo.NewClient(slices.Concat([]kgo.Opt{kgo.MetadataMinAge(time.Second),
+		kgo.FetchMaxBytes(restoreFetchBytes), kgo.FetchMaxPartitionBytes(restoreFetchBytes / 4)},
+		r.cfg.ClientOpts, []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{})})...)
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
@@ -236,7 +247,11 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.restoreLoop(loops) })
 	wg.Go(func() { r.lagLoop(loops) })
+	wg.Go(func() { r.commitLoop(loops) })
 	err = r.pollLoop(ctx)
+	if ctx.Err() == nil {
+		r.commitQueued(ctx) // an orderly stop commits what it processed
+	}
 	r.cl.Close() // leaves the group
 	cancel()
 	wg.Wait()

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -66,14 +67,18 @@ var Small = Config{Members: 4, Tasks: 12, KeysPerTask: 2000, ValueBytes: 100, Ra
 
 // Full is the measurement: 4 members, 48 stateful tasks, a cold
 // restore of several seconds.
-var Full = Config{Members: 4, Tasks: 48, KeysPerTask: 40_000, ValueBytes: 100, Rate: 2400, Words: 4800,
+var Full = Config{Members: 4, Tasks: 48, KeysPerTask: 20_000, ValueBytes: 100, Rate: 2400, Words: 4800,
 	Settle: 2 * time.Second, Deadline: 60 * time.Second, Session: 3 * time.Second, Grace: 250 * time.Millisecond}
 
 // Phase is one step of the script.
 type Phase struct {
 	Name string
-	// Downtime sums, over tasks, the stalls that ended in the phase.
-	Downtime time.Duration
+	// Downtime sums, over tasks, the stalls that ended in the phase;
+	// MoveDowntime is the part of it that ended with a task's first
+	// records after it moved (the hand-over), the rest is tasks that
+	// stayed put but waited (on the in-process broker, for restore
+	// traffic and rebalances).
+	Downtime, MoveDowntime time.Duration
 	// MaxDowntime is the longest stall of one task.
 	MaxDowntime time.Duration
 	// Restored counts changelog records applied, by any role; Replayed
@@ -117,7 +122,7 @@ func Run(ctx context.Context, cfg Config, s Strategy) (Result, error) {
 	defer cluster.Close()
 	h := &harness{cfg: cfg, s: s, cluster: cluster, logf: logf, opts: []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)},
 		members: map[string]*member{}, disks: map[string]*state.MemoryStores{},
-		produced: map[int32]int64{}, processed: map[int32]int64{}, lastProgress: map[int32]time.Time{}}
+		produced: map[int32]int64{}, processed: map[int32]int64{}, lastProgress: map[int32]time.Time{}, moved: map[int32]bool{}}
 	defer h.stopAll()
 	if err := h.seed(ctx); err != nil {
 		return Result{}, err
@@ -218,6 +223,7 @@ type harness struct {
 	produced     map[int32]int64                // partition -> acknowledged end offset
 	processed    map[int32]int64                // partition -> next offset processed by anyone
 	lastProgress map[int32]time.Time
+	moved        map[int32]bool // started on a member since its last progress
 	lastRound    time.Time
 	m            Phase // running totals
 	errs         []error
@@ -296,6 +302,9 @@ func (h *harness) start(ctx context.Context, name string) error {
 				h.mu.Unlock()
 			},
 			Rebalanced: func() {
+				if os.Getenv("E2E_TRACE") != "" {
+					fmt.Fprintf(os.Stderr, "%s rebalance led by %s\n", time.Now().Format("15:04:05.000"), name)
+				}
 				h.mu.Lock()
 				h.m.Rebalances++
 				h.lastRound = time.Now()
@@ -329,11 +338,18 @@ func (h *harness) onProcessed(_ string, rec *kgo.Record) {
 func (h *harness) progress(p int32, now time.Time) {
 	if last, ok := h.lastProgress[p]; ok {
 		if stall := now.Sub(last); stall > h.cfg.Grace {
+			if os.Getenv("E2E_TRACE") != "" {
+				fmt.Fprintf(os.Stderr, "%s stall p%d %v\n", now.Format("15:04:05.000"), p, stall.Round(time.Millisecond))
+			}
 			h.m.Downtime += stall
+			if h.moved[p] {
+				h.m.MoveDowntime += stall
+			}
 			h.m.MaxDowntime = max(h.m.MaxDowntime, stall)
 		}
 	}
 	h.lastProgress[p] = now
+	h.moved[p] = false
 }
 
 // sample keeps idle tasks from counting as stalled: a task with no input
@@ -359,9 +375,13 @@ func (h *harness) sample(ctx context.Context) {
 	}
 }
 
-func (h *harness) onRunning(_ string, replayed int64) {
+func (h *harness) onRunning(task string, replayed int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	var p int32
+	if _, err := fmt.Sscanf(task, "0_%d", &p); err == nil {
+		h.moved[p] = true
+	}
 	h.m.Replayed += replayed
 	if replayed > int64(h.cfg.KeysPerTask/2) {
 		h.m.ColdRestores++
@@ -486,12 +506,12 @@ func (h *harness) resetStalls() {
 }
 
 func (p Phase) minus(q Phase) Phase {
-	return Phase{Downtime: p.Downtime - q.Downtime, MaxDowntime: p.MaxDowntime, Restored: p.Restored - q.Restored,
+	return Phase{Downtime: p.Downtime - q.Downtime, MoveDowntime: p.MoveDowntime - q.MoveDowntime, MaxDowntime: p.MaxDowntime, Restored: p.Restored - q.Restored,
 		Replayed: p.Replayed - q.Replayed, ColdRestores: p.ColdRestores - q.ColdRestores, Rebalances: p.Rebalances - q.Rebalances}
 }
 
 func (p Phase) plus(q Phase) Phase {
-	return Phase{Downtime: p.Downtime + q.Downtime, MaxDowntime: max(p.MaxDowntime, q.MaxDowntime), Restored: p.Restored + q.Restored,
+	return Phase{Downtime: p.Downtime + q.Downtime, MoveDowntime: p.MoveDowntime + q.MoveDowntime, MaxDowntime: max(p.MaxDowntime, q.MaxDowntime), Restored: p.Restored + q.Restored,
 		Replayed: p.Replayed + q.Replayed, ColdRestores: p.ColdRestores + q.ColdRestores, Rebalances: p.Rebalances + q.Rebalances,
 		Took: p.Took + q.Took}
 }

@@ -10,10 +10,10 @@ import (
 // Table writes results as a Markdown table: a row per strategy and phase.
 func Table(w io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "strategy\tphase\tdowntime (task-s)\tmax stall (s)\trestored\treplayed by actives\tcold restores\trebalances\ttook (s)\t")
+	fmt.Fprintln(tw, "strategy\tphase\tdowntime (task-s)\tof moved tasks\tmax stall (s)\trestored\treplayed by actives\tcold restores\trebalances\ttook (s)\t")
 	for _, r := range results {
 		for _, p := range append(r.Phases, r.Total) {
-			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%.1f\t\n", r.Strategy.Name, p.Name, secs(p.Downtime), secs(p.MaxDowntime),
+			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%.1f\t\n", r.Strategy.Name, p.Name, secs(p.Downtime), secs(p.MoveDowntime), secs(p.MaxDowntime),
 				p.Restored, p.Replayed, p.ColdRestores, p.Rebalances, secs(p.Took))
 		}
 	}
