@@ -147,8 +147,11 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r.cond = sync.NewCond(&r.mu)
 	hooks := kgolearner.Hooks{
-		StartActive:   r.startActive,
-		StopActive:    r.stopActive,
+		StartActive: r.startActive,
+		// With kgolearner's commit contract of the kafka branch (StopActive
+		// returns an error, LoseActive): StopActive: r.stopActive,
+		// LoseActive: r.dropActive.
+		StopActive:    r.dropActive,
 		StartLearning: func(t string) { r.setRole(t, roleLearner) },
 		StopLearning:  func(t string) { r.setRole(t, roleNone) },
 		StartStandby:  func(t string) { r.setRole(t, roleStandby) },
@@ -198,8 +201,8 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 			kgo.ConsumeTopics(topicsOf(r.cfg.Subtopologies)...),
 			kgo.Balancers(countingBalancer{kgo.CooperativeStickyBalancer(), r.cfg.Observer.Rebalanced}),
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { r.eachTask(ps, r.startActive) }),
-			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { r.eachTask(ps, r.stopActive) }),
-			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { r.eachTask(ps, r.stopActive) }),
+			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { r.eachTask(ps, r.dropActive) }),
+			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { r.eachTask(ps, r.dropActive) }),
 		)
 	} else {
 		opts = append(opts, r.topo.Opts()...)
@@ -397,10 +400,10 @@ func (r *Runtime) startActive(id string) {
 // flight to be acknowledged and applied, so that its store and changelog
 // hold everything it processed; it never waits for a commit (kgo blocks
 // commits while it joins, and the hook may run inside the join).
-func (r *Runtime) stopActive(id string) {
+func (r *Runtime) stopActive(id string) error {
 	t := r.tasks[id]
 	if t == nil {
-		return
+		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -412,7 +415,11 @@ func (r *Runtime) stopActive(id string) {
 	}
 	t.running, t.caughtUp = false, false
 	r.cl.PauseFetchPartitions(t.inputs)
+	return nil
 }
+
+// dropActive is stopActive for callbacks that take no error.
+func (r *Runtime) dropActive(id string) { _ = r.stopActive(id) }
 
 // setRole is the hook of a learner or standby starting (role) or stopping
 // (roleNone).
