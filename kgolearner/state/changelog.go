@@ -32,6 +32,16 @@ func ChangelogTopic(group string, subtopology int) string {
 	return group + "-" + strconv.Itoa(subtopology) + "-changelog"
 }
 
+// ChangelogRecord returns a changelog record as the runtime writes it: the
+// change of key to value (nil deletes) in the store of the task of
+// partition, and the input position (topic -> next offset) the state
+// reaches with it. Seeding state (a migration, a benchmark) with such
+// records gives tasks state the runtime restores like its own.
+func ChangelogRecord(topic string, partition int32, key, value []byte, position map[string]int64) *kgo.Record {
+	return &kgo.Record{Topic: topic, Partition: partition, Key: key, Value: value,
+		Headers: []kgo.RecordHeader{{Key: positionHeader, Value: encodePosition(position)}}}
+}
+
 func encodePosition(pos map[string]int64) []byte {
 	var b []byte
 	for i, topic := range slices.Sorted(maps.Keys(pos)) {

@@ -76,10 +76,7 @@ func (c *Context) Put(key, value []byte) error {
 	key, value = slices.Clone(key), cloneValue(value)
 	c.tb.overlay[string(key)] = value
 	c.tb.changes = append(c.tb.changes, Change{Key: key, Value: value})
-	c.tb.changelog = append(c.tb.changelog, &kgo.Record{
-		Topic: t.changelog, Partition: t.partition, Key: key, Value: value,
-		Headers: []kgo.RecordHeader{{Key: positionHeader, Value: encodePosition(c.tb.pos)}},
-	})
+	c.tb.changelog = append(c.tb.changelog, ChangelogRecord(t.changelog, t.partition, key, value, c.tb.pos))
 	return nil
 }
 

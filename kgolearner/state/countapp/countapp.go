@@ -74,10 +74,7 @@ func Ballast(group string, partitions int32, keysPerTask, valueBytes int) []*kgo
 	var out []*kgo.Record
 	for p := range partitions {
 		for k := range keysPerTask {
-			out = append(out, &kgo.Record{
-				Topic: topic, Partition: p, Key: fmt.Appendf(nil, "~%d-%d", p, k), Value: value,
-				Headers: []kgo.RecordHeader{{Key: "learner.position", Value: []byte(Input + "=0")}},
-			})
+			out = append(out, state.ChangelogRecord(topic, p, fmt.Appendf(nil, "~%d-%d", p, k), value, map[string]int64{Input: 0}))
 		}
 	}
 	return out
