@@ -110,18 +110,20 @@ func (r *Runtime) checkCaughtUp(t *task) {
 // task catches up, as Kafka Streams pauses standbys: the active task's
 // input waits for its restore, theirs does not. r.mu is held.
 func (r *Runtime) prioritize() {
-	background := map[string][]int32{}
-	urgent := false
+	background, urgent := map[string][]int32{}, map[string][]int32{}
 	for _, t := range r.tasks {
 		switch {
 		case !t.consuming:
 		case t.role == roleActive:
-			urgent = true
+			urgent[t.changelog] = append(urgent[t.changelog], t.partition)
 		default:
 			background[t.changelog] = append(background[t.changelog], t.partition)
 		}
 	}
-	if urgent {
+	// A partition paused as a learner's stays paused when its task turns
+	// active: resume the urgent ones whatever they were.
+	r.rcl.ResumeFetchPartitions(urgent)
+	if len(urgent) > 0 {
 		r.rcl.PauseFetchPartitions(background)
 	} else {
 		r.rcl.ResumeFetchPartitions(background)
