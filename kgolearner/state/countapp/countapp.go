@@ -274,17 +274,21 @@ func readAll(ctx context.Context, opts []kgo.Opt, topic string, partitions int32
 }
 
 // Duplicates counts the output records that repeat an earlier one (the
-// same count of the same word): input records processed twice.
-func Duplicates(ctx context.Context, opts []kgo.Opt, partitions int32) (int, error) {
+// same count of the same word): input records processed twice. It returns
+// those produced before since and those produced from since on.
+func Duplicates(ctx context.Context, opts []kgo.Opt, partitions int32, since time.Time) (before, after int, err error) {
 	seen := map[string]bool{}
-	dups := 0
-	_, err := readAll(ctx, opts, Output, partitions, func(r *kgo.Record) error {
+	_, err = readAll(ctx, opts, Output, partitions, func(r *kgo.Record) error {
 		k := string(r.Key) + "\x00" + string(r.Value)
-		if seen[k] {
-			dups++
+		switch {
+		case !seen[k]:
+		case r.Timestamp.Before(since):
+			before++
+		default:
+			after++
 		}
 		seen[k] = true
 		return nil
 	})
-	return dups, err
+	return before, after, err
 }

@@ -99,8 +99,9 @@ type Result struct {
 	Phases   []Phase // scale up, scale down, crash and return
 	Total    Phase
 	// ProcessedTwice counts output records emitted twice (the same count
-	// of the same word): input processed again after a crash.
-	ProcessedTwice int
+	// of the same word) during the script: input processed again after a
+	// crash. ProcessedTwiceAtStart counts those of the group's start.
+	ProcessedTwice, ProcessedTwiceAtStart int
 	// Records is the input's size; Exact says every word's final count
 	// equals a sequential count of the input.
 	Records int
@@ -175,6 +176,7 @@ func Run(ctx context.Context, cfg Config, s Strategy) (Result, error) {
 		}},
 	}
 	h.resetStalls() // the start's cold restores are not part of the script
+	h.scriptStart = time.Now()
 	for _, step := range script {
 		before := h.snapshot()
 		start := time.Now()
@@ -214,7 +216,8 @@ type harness struct {
 	opts    []kgo.Opt
 	logf    func(string, ...any)
 
-	prod *countapp.Producer
+	prod        *countapp.Producer
+	scriptStart time.Time // when the script began, after the start
 
 	mu           sync.Mutex
 	crashed      []string // member IDs of crashed members
@@ -609,7 +612,7 @@ func (h *harness) check(ctx context.Context, res *Result) error {
 	res.Records = n
 	res.Diff = countapp.Diff(got, want, 10)
 	res.Exact = len(res.Diff) == 0
-	res.ProcessedTwice, err = countapp.Duplicates(ctx, h.opts, h.cfg.Tasks)
+	res.ProcessedTwiceAtStart, res.ProcessedTwice, err = countapp.Duplicates(ctx, h.opts, h.cfg.Tasks, h.scriptStart)
 	return err
 }
 

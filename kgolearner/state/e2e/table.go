@@ -23,7 +23,8 @@ func Table(w io.Writer, results []Result) {
 		if !r.Exact {
 			exact = fmt.Sprintf("WRONG (%v)", r.Diff)
 		}
-		fmt.Fprintf(w, "%s: %d input records, final counts %s, %d records processed twice\n", r.Strategy.Name, r.Records, exact, r.ProcessedTwice)
+		fmt.Fprintf(w, "%s: %d input records, final counts %s, %d records processed twice during the script (%d during the start)\n",
+			r.Strategy.Name, r.Records, exact, r.ProcessedTwice, r.ProcessedTwiceAtStart)
 	}
 }
 
