@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,9 +34,7 @@ const markerHeader = "learner.marker"
 
 // Context is a task's view while Process handles one of its records.
 type Context struct {
-	tb  *taskBatch
-	rec *kgo.Record
-	err error
+	tb *taskBatch
 }
 
 // Task returns the task's ID.
@@ -250,7 +249,7 @@ func (r *Runtime) collect(fs kgo.Fetches) []*taskBatch {
 			rewind[rec.Topic][rec.Partition] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset}
 		}
 	})
-	batch := slices.SortedFunc(maps.Values(byTask), func(a, b *taskBatch) int { return compareIDs(a.t.id, b.t.id) })
+	batch := slices.SortedFunc(maps.Values(byTask), func(a, b *taskBatch) int { return strings.Compare(a.t.id, b.t.id) })
 	for _, tb := range batch {
 		tb.t.busy = true
 	}
@@ -266,16 +265,6 @@ func (r *Runtime) collect(fs kgo.Fetches) []*taskBatch {
 	}
 	r.cl.PauseFetchPartitions(paused)
 	return batch
-}
-
-func compareIDs(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // process runs Process over the batch. It locks every task's store until
@@ -295,7 +284,7 @@ func (r *Runtime) process(ctx context.Context, batch []*taskBatch) error {
 			}
 			tb.pos[rec.Topic] = rec.Offset + 1
 			n := len(tb.changelog)
-			c := &Context{tb: tb, rec: rec}
+			c := &Context{tb: tb}
 			if err := r.cfg.Process(c, rec); err != nil {
 				return fmt.Errorf("state: task %s: process %s partition %d offset %d: %w", t.id, rec.Topic, rec.Partition, rec.Offset, err)
 			}
