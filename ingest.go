@@ -32,8 +32,8 @@ func ingest(topo *topology, opts Options, in []MemberMetadata) (*group, error) {
 // natural ID order.
 func rankMembers(in []MemberMetadata) ([]int32, error) {
 	for i := range in {
-		if !validID(in[i].ID) {
-			return nil, memberErr(&in[i], i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", maxIDLen)
+		if !ValidID(in[i].ID) {
+			return nil, memberErr(&in[i], i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", MaxIDLen)
 		}
 	}
 	byRank := make([]int32, len(in))
@@ -209,7 +209,7 @@ func (rd *reader) readProfile() error {
 	}
 	rd.rack[r] = none
 	if m.Rack != "" {
-		if !validID(m.Rack) {
+		if !ValidID(m.Rack) {
 			return memberErr(m, rd.pos, "malformed rack %q", m.Rack)
 		}
 		if rd.racks == nil {
@@ -274,7 +274,7 @@ func (rd *reader) readLists() error {
 // unknownTask checks a task the topology lacks, listed in list k. Such
 // tasks are allowed, once; those the member held come back in its Revoked.
 func (rd *reader) unknownTask(id string, k uint8, held bool) error {
-	if !validID(id) {
+	if !ValidID(id) {
 		return memberErr(rd.m, rd.pos, "malformed task ID %q in %s", id, kindNames[k])
 	}
 	if rd.unknownKinds == nil {
@@ -329,7 +329,7 @@ func (rd *reader) readLag() (map[int32]int64, error) {
 		}
 		t := rd.index.lookup(l.Task)
 		if t == none {
-			if !validID(l.Task) {
+			if !ValidID(l.Task) {
 				return nil, memberErr(rd.m, rd.pos, "malformed task ID %q in lag", l.Task)
 			}
 			continue

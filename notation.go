@@ -181,7 +181,7 @@ func (p *lineParser) eat(c byte) bool {
 // ident reads a run of ID characters (letters, digits, '_', '-', '.').
 func (p *lineParser) ident() string {
 	start := p.pos
-	for !p.done() && validID(p.s[p.pos:p.pos+1]) {
+	for !p.done() && ValidID(p.s[p.pos:p.pos+1]) {
 		p.pos++
 	}
 	return p.s[start:p.pos]
@@ -194,8 +194,8 @@ func (p *lineParser) id(what string) (string, error) {
 	if id == "" {
 		return "", p.errorf("want %s, got %q", what, p.rest())
 	}
-	if !validID(id) {
-		return "", p.errorf("%s %q is longer than %d bytes", what, id, maxIDLen)
+	if !ValidID(id) {
+		return "", p.errorf("%s %q is longer than %d bytes", what, id, MaxIDLen)
 	}
 	return id, nil
 }
@@ -246,8 +246,8 @@ func (p *lineParser) number(what string) (int, error) {
 // member reads "ID(field, field, ...)" after its ID.
 func (p *lineParser) member(id string) (MemberMetadata, error) {
 	m := MemberMetadata{ID: id}
-	if !validID(id) {
-		return m, p.errorf("member ID %q is longer than %d bytes", id, maxIDLen)
+	if !ValidID(id) {
+		return m, p.errorf("member ID %q is longer than %d bytes", id, MaxIDLen)
 	}
 	p.eat('(')
 	seen := map[string]bool{}
