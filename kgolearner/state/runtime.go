@@ -147,11 +147,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r.cond = sync.NewCond(&r.mu)
 	hooks := kgolearner.Hooks{
-		StartActive: r.startActive,
-		// With kgolearner's commit contract of the kafka branch (StopActive
-		// returns an error, LoseActive): StopActive: r.stopActive,
-		// LoseActive: r.dropActive.
-		StopActive:    r.dropActive,
+		StartActive:   r.startActive,
+		StopActive:    r.stopActive,
+		LoseActive:    r.dropActive,
 		StartLearning: func(t string) { r.setRole(t, roleLearner) },
 		StopLearning:  func(t string) { r.setRole(t, roleNone) },
 		StartStandby:  func(t string) { r.setRole(t, roleStandby) },
@@ -396,10 +394,13 @@ func (r *Runtime) startActive(id string) {
 	r.kick()
 }
 
-// stopActive is the StopActive hook. It waits for the task's batch in
+// stopActive is the StopActive hook (and, through dropActive, LoseActive
+// and the Cooperative revoke callbacks). It waits for the task's batch in
 // flight to be acknowledged and applied, so that its store and changelog
-// hold everything it processed; it never waits for a commit (kgo blocks
-// commits while it joins, and the hook may run inside the join).
+// hold everything it processed, and returns nil: kgolearner then commits
+// the offsets kgo counts as polled, which are processed ones (collect gives
+// the others back). It never commits itself, so it cannot block on kgo's
+// commit lock whatever goroutine calls it.
 func (r *Runtime) stopActive(id string) error {
 	t := r.tasks[id]
 	if t == nil {
