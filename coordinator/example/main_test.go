@@ -9,11 +9,9 @@ import (
 )
 
 // TestExample runs the example's whole history at 0.3x its time scale
-// (about 10 s) over real HTTP on loopback.
+// (about 10 s) over real HTTP on loopback; also under -short, so that CI's
+// race run covers the server and the workers.
 func TestExample(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the example for 10 s")
-	}
 	var out bytes.Buffer
 	err := run(&out, 0.3)
 	require.NoError(t, err, "run(0.3) failed; output:\n%s", out.String())
