@@ -232,9 +232,10 @@ func (s *coordStrategy) respond(m *member, r coordinator.Response) {
 		}
 	}
 	s.e.setRoles(m, learner.Assignment{MemberID: m.id, Assigned: r.Active, Learning: r.Learning, Standby: r.Standby})
-	for _, id := range r.Learning {
+	ready := false
+	for _, id := range ch.StartLearning {
 		if t := s.e.index[id]; m.slots[t].done {
-			cm.m.Restored(id) // a learner that had caught up as a standby
+			ready = cm.m.Restored(id) || ready // a standby turned learner: caught up already
 		}
 	}
 	if ch.Shutdown {
@@ -242,8 +243,8 @@ func (s *coordStrategy) respond(m *member, r coordinator.Response) {
 		return
 	}
 	next := r.HeartbeatInterval
-	if len(ch.StopActive) > 0 || cm.again {
-		next = 0 // acknowledge at once: the next owner waits for it
+	if len(ch.StopActive) > 0 || ready || cm.again {
+		next = 0 // acknowledge a stop, report a ready learner: at once
 	}
 	cm.again = false
 	s.scheduleBeat(m, next)
