@@ -640,9 +640,7 @@ func (g *group) finishExactly() {
 			assert.Equal(g.t, 1, p.rounds, "leader rounds from %s reporting %s ready to running it", p.learner, p.task)
 		}
 	}
-	for _, p := range g.rounds.deferredMoves {
-		assert.Equal(g.t, 1, p.rounds, "leader rounds from deferring %s to %s running it", p.task, p.learner)
-	}
+	g.rounds.checkDeferred(g.t)
 }
 
 // TestScaleUp plays "Scale Up Running Application": a stable group of three
