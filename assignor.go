@@ -10,11 +10,17 @@ type Assignor struct {
 // New returns an Assignor for the given tasks (in the order every assignment
 // lists them) and options. Task IDs must be valid and unique.
 func New(tasks []Task, opts Options) (*Assignor, error) {
-	if err := opts.validate(); err != nil {
-		return nil, err
-	}
 	topo, err := newTopology(tasks)
 	if err != nil {
+		return nil, err
+	}
+	stateful := 0
+	for _, t := range tasks {
+		if t.Stateful {
+			stateful++
+		}
+	}
+	if err := opts.validate(stateful); err != nil {
 		return nil, err
 	}
 	return &Assignor{topology: topo, opts: opts}, nil

@@ -1,6 +1,10 @@
 package learner
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/learnerassignor/learner/internal/errtext"
+)
 
 // Task is one task of the topology.
 type Task struct {
@@ -34,11 +38,11 @@ func newTopology(tasks []Task) (topology, error) {
 	tp := topology{tasks: append([]Task(nil), tasks...), index: newTaskIndex()}
 	for i, t := range tp.tasks {
 		if !ValidID(t.ID) {
-			return topology{}, fmt.Errorf("learner: task %d: malformed ID %q (want 1-%d letters, digits, '_', '-', '.'): %w",
-				i, t.ID, MaxIDLen, ErrInvalidTopology)
+			return topology{}, fmt.Errorf("learner: task %d: malformed ID %s (want 1-%d letters, digits, '_', '-', '.'): %w",
+				i, errtext.Quote(t.ID), MaxIDLen, ErrInvalidTopology)
 		}
 		if j := tp.index.lookup(t.ID); j != none {
-			return topology{}, fmt.Errorf("learner: task %d: ID %q duplicates task %d: %w", i, t.ID, j, ErrInvalidTopology)
+			return topology{}, fmt.Errorf("learner: task %d: ID %s duplicates task %d: %w", i, errtext.Quote(t.ID), j, ErrInvalidTopology)
 		}
 		tp.index.add(t.ID, int32(i))
 	}
