@@ -41,6 +41,7 @@ type group struct {
 	// Standbys: task t's are sbItems[sbStart[t]:sbStart[t]+sbHave[t]].
 	sbStart, sbItems, sbHave []int32
 	sbCount                  []int32 // per member
+	sbExtra                  csr     // per task: caught-up copies kept while new ones replay (standby_warm.go)
 }
 
 // newGroup allocates the per-member and per-task state of a group whose
