@@ -1,4 +1,4 @@
-package learner
+package learner_test
 
 import (
 	"errors"
@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	. "github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 func tasksT(n int, stateless ...int) []Task {
@@ -117,22 +120,10 @@ func TestAssignDoesNotMutateInput(t *testing.T) {
 		{ID: "S2", Learning: []string{"T3", "T6"}, Ready: []string{"T3"}, Lag: []TaskLag{{"T6", 50}}, Leaving: true},
 		{ID: "S4"},
 	}
-	before := deepCopyMembers(in)
+	before := learnertest.CloneMembers(in)
 	_, err = a.Assign(in)
 	require.NoError(t, err)
 	assert.True(t, reflect.DeepEqual(before, in), "Assign mutated its input:\nbefore %+v\nafter  %+v", before, in)
-}
-
-func deepCopyMembers(in []MemberMetadata) []MemberMetadata {
-	out := make([]MemberMetadata, len(in))
-	for i, m := range in {
-		out[i] = m
-		for _, l := range []*[]string{&out[i].Assigned, &out[i].Revoked, &out[i].Learning, &out[i].Ready, &out[i].Standby} {
-			*l = append([]string(nil), *l...)
-		}
-		out[i].Lag = append([]TaskLag(nil), m.Lag...)
-	}
-	return out
 }
 
 // Appending to one returned list must not overwrite the next one: they
@@ -164,12 +155,12 @@ func TestAssignBalancedStageIsFixedPoint(t *testing.T) {
 	for round := range 10 {
 		out, err = a.Assign(in)
 		require.NoError(t, err)
-		if round > 0 && sameAsInput(in, out) {
+		if round > 0 && learnertest.FixedPoint(in, out) {
 			return
 		}
 		in = nextReports(in, out)
 	}
-	t.Fatalf("no fixed point after 10 rounds; last assignment:\n%s", FormatAssignments(out))
+	require.Failf(t, "no fixed point", "no fixed point after 10 rounds; last assignment:\n%s", FormatAssignments(out))
 }
 
 func taskIDs(from, to int) []string {
@@ -205,37 +196,6 @@ func nextReports(in []MemberMetadata, out []Assignment) []MemberMetadata {
 		}
 	}
 	return next
-}
-
-func sameAsInput(in []MemberMetadata, out []Assignment) bool {
-	byID := map[string]MemberMetadata{}
-	for _, m := range in {
-		byID[m.ID] = m
-	}
-	for _, o := range out {
-		m := byID[o.MemberID]
-		if len(o.Revoked)+len(o.Learning)+len(o.Learned)+len(m.Revoked)+len(m.Learning) > 0 ||
-			!sameSet(o.Assigned, m.Assigned) || !sameSet(o.Standby, m.Standby) {
-			return false
-		}
-	}
-	return true
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	seen := map[string]bool{}
-	for _, x := range a {
-		seen[x] = true
-	}
-	for _, x := range b {
-		if !seen[x] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestAssignErrorsAreWrapped(t *testing.T) {

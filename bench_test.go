@@ -1,9 +1,12 @@
-package learner
+package learner_test
 
 import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	. "github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/internal/cputime"
 )
 
@@ -37,9 +40,7 @@ func forEachBenchInput(b *testing.B, body func(b *testing.B, a *Assignor, member
 					tasks = benchTopology(size.tasks)
 				}
 				a, err := New(tasks, benchOptions(ev))
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				body(b, a, benchMembers(tasks, size.members, ev))
 			})
 		}
@@ -67,26 +68,25 @@ func BenchmarkFloor(b *testing.B) {
 			want += len(m.Assigned) + len(m.Revoked) + len(m.Learning) + len(m.Ready) + len(m.Standby)
 		}
 		var got int
+		tasks := len(a.Tasks())
 		cputime.Loop(b, func() error {
-			got = floorPass(a, members)
+			got = floorPass(a, tasks, members)
 			return nil
 		})
-		if got != want {
-			b.Fatalf("floorPass indexed %d tasks, want %d (every listed ID is a topology task)", got, want)
-		}
+		require.Equal(b, want, got, "floorPass indexed %d tasks, want %d (every listed ID is a topology task)", got, want)
 	})
 }
 
 // floorPass indexes every task the members list and returns how many it
-// found in the topology.
-func floorPass(a *Assignor, members []MemberMetadata) int {
-	slot := make([]int32, len(a.tasks)) // per call, as Assign's state must be
+// found in the topology of tasks tasks.
+func floorPass(a *Assignor, tasks int, members []MemberMetadata) int {
+	slot := make([]int32, tasks) // per call, as Assign's state must be
 	found := 0
 	for r := range members {
 		m := &members[r]
 		for _, list := range [...][]string{m.Assigned, m.Revoked, m.Learning, m.Ready, m.Standby} {
 			for _, id := range list {
-				if t := a.index.lookup(id); t >= 0 {
+				if t := a.TaskIndex(id); t >= 0 {
 					slot[t] = int32(r)
 					found++
 				}

@@ -1,4 +1,4 @@
-package learner
+package learner_test
 
 import (
 	"fmt"
@@ -6,6 +6,11 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	. "github.com/learnerassignor/learner"
 )
 
 // This file generates the benchmark inputs: one rebalance of a group that was
@@ -219,9 +224,7 @@ func TestBenchMembers(t *testing.T) {
 
 func checkBenchMembers(t *testing.T, tasks []Task, m int, ev benchEvent, members []MemberMetadata) {
 	a, err := New(tasks, benchOptions(ev))
-	if err != nil {
-		t.Fatalf("New(benchTopology(%d)) error: %v", len(tasks), err)
-	}
+	require.NoError(t, err, "New(benchTopology(%d))", len(tasks))
 	wantMembers := m
 	switch ev {
 	case eventScaleUp:
@@ -229,27 +232,21 @@ func checkBenchMembers(t *testing.T, tasks []Task, m int, ev benchEvent, members
 	case eventCrash:
 		wantMembers = m - 1
 	}
-	if len(members) != wantMembers {
-		t.Fatalf("%d members, want %d", len(members), wantMembers)
-	}
+	require.Len(t, members, wantMembers, "members")
 
 	// Per task: the members holding it (assigned or revoked), learning it,
 	// ready for it and keeping a standby of it.
 	held, learning, ready, standby := make([][]int, len(tasks)), make([]int, len(tasks)), make([]int, len(tasks)), make([][]int, len(tasks))
-	index := func(who int, id string) int32 {
-		k := a.index.lookup(id)
-		if k < 0 {
-			t.Fatalf("member %d lists %q, not a topology task", who, id)
-		}
+	index := func(who int, id string) int {
+		k := a.TaskIndex(id)
+		require.True(t, k >= 0, "member %d lists %q, not a topology task", who, id)
 		return k
 	}
 	ids := map[string]bool{}
 	var empty, leaving int
 	minAssigned, maxAssigned := len(tasks), 0
 	for i, md := range members {
-		if !validID(md.ID) || ids[md.ID] {
-			t.Fatalf("member %d: ID %q malformed or duplicate", i, md.ID)
-		}
+		require.True(t, ValidID(md.ID) && !ids[md.ID], "member %d: ID %q malformed or duplicate", i, md.ID)
 		ids[md.ID] = true
 		for _, id := range append(slices.Clip(md.Assigned), md.Revoked...) {
 			k := index(i, id)
@@ -279,23 +276,18 @@ func checkBenchMembers(t *testing.T, tasks []Task, m int, ev benchEvent, members
 
 	var orphans, learned int
 	for k := range tasks {
-		switch {
-		case len(held[k]) == 0:
+		if len(held[k]) == 0 {
 			orphans++
-		case len(held[k]) > 1:
-			t.Fatalf("task %s held by members %v, want one", tasks[k].ID, held[k])
 		}
-		if learning[k] != ready[k] || learning[k] > 1 {
-			t.Fatalf("task %s: %d learners, %d ready, want equal and at most 1", tasks[k].ID, learning[k], ready[k])
-		}
+		require.True(t, len(held[k]) <= 1, "task %s held by members %v, want one", tasks[k].ID, held[k])
+		require.True(t, learning[k] == ready[k] && learning[k] <= 1, "task %s: %d learners, %d ready, want equal and at most 1", tasks[k].ID, learning[k], ready[k])
 		learned += learning[k]
 		wantStandbys := 0
 		if ev == eventStandbys {
 			wantStandbys = 1
 		}
-		if len(standby[k]) != wantStandbys || wantStandbys == 1 && standby[k][0] == held[k][0] {
-			t.Fatalf("task %s held by %v has standbys on %v, want %d elsewhere", tasks[k].ID, held[k], standby[k], wantStandbys)
-		}
+		require.True(t, len(standby[k]) == wantStandbys && (wantStandbys == 0 || standby[k][0] != held[k][0]),
+			"task %s held by %v has standbys on %v, want %d elsewhere", tasks[k].ID, held[k], standby[k], wantStandbys)
 	}
 
 	share := len(tasks) / m // a member's share of the layout, +1 for some
@@ -310,21 +302,11 @@ func checkBenchMembers(t *testing.T, tasks []Task, m int, ev benchEvent, members
 	case eventPromote:
 		wantLearned = m / 10 * share
 	}
-	if orphans < wantOrphans || orphans > wantOrphans+1 {
-		t.Errorf("%d orphaned tasks, want %d (+1)", orphans, wantOrphans)
-	}
-	if empty != wantEmpty {
-		t.Errorf("%d members report nothing, want %d", empty, wantEmpty)
-	}
-	if leaving != wantLeaving {
-		t.Errorf("%d members leaving, want %d", leaving, wantLeaving)
-	}
-	if learned < wantLearned || learned > wantLearned+m/10 {
-		t.Errorf("%d tasks have ready learners, want %d (+%d)", learned, wantLearned, m/10)
-	}
-	if maxAssigned-minAssigned > 1 {
-		t.Errorf("settled members hold %d to %d tasks, want a balanced layout", minAssigned, maxAssigned)
-	}
+	assert.True(t, wantOrphans <= orphans && orphans <= wantOrphans+1, "%d orphaned tasks, want %d (+1)", orphans, wantOrphans)
+	assert.Equal(t, wantEmpty, empty, "members that report nothing")
+	assert.Equal(t, wantLeaving, leaving, "members leaving")
+	assert.True(t, wantLearned <= learned && learned <= wantLearned+m/10, "%d tasks have ready learners, want %d (+%d)", learned, wantLearned, m/10)
+	assert.LessOrEqual(t, maxAssigned-minAssigned, 1, "settled members hold %d to %d tasks, want a balanced layout", minAssigned, maxAssigned)
 }
 
 // TestBenchEventsWork checks that Assign does the work each benchmark event
@@ -336,14 +318,10 @@ func TestBenchEventsWork(t *testing.T) {
 	tasks := benchTopology(10_000)
 	for _, ev := range benchEvents {
 		a, err := New(tasks, benchOptions(ev))
-		if err != nil {
-			t.Fatalf("New(benchTopology(%d)) error: %v", len(tasks), err)
-		}
+		require.NoError(t, err, "New(benchTopology(%d))", len(tasks))
 		members := benchMembers(tasks, m, ev)
 		out, err := a.Assign(members)
-		if err != nil {
-			t.Fatalf("Assign(%s) error: %v", ev, err)
-		}
+		require.NoError(t, err, "Assign(%s)", ev)
 		in := map[string]*MemberMetadata{}
 		for i := range members {
 			in[members[i].ID] = &members[i]
@@ -354,22 +332,20 @@ func TestBenchEventsWork(t *testing.T) {
 			assigned += len(as.Assigned)
 			learning += len(as.Learning)
 			switch {
-			case (ev == eventStable || ev == eventStandbys) && !(slices.Equal(as.Assigned, md.Assigned) &&
-				slices.Equal(as.Standby, md.Standby) && len(as.Revoked)+len(as.Learning)+len(as.Learned) == 0):
-				t.Errorf("Assign(%s) = %+v for %s, want its input back", ev, as, md.ID)
-			case ev == eventScaleUp && len(md.Assigned) == 0 && len(as.Learning) == 0:
-				t.Errorf("Assign(%s): new member %s learns nothing, want its share", ev, md.ID)
-			case ev == eventScaleDown && md.Leaving && len(as.Learned) != len(md.Assigned):
-				t.Errorf("Assign(%s): leaving member %s has %d of its %d tasks learned, want all", ev, md.ID, len(as.Learned), len(md.Assigned))
-			case ev == eventPromote && len(md.Ready) > 0 && !slices.Equal(as.Assigned, md.Ready):
-				t.Errorf("Assign(%s): ready learner %s gets %v, want %v", ev, md.ID, as.Assigned, md.Ready)
+			case ev == eventStable || ev == eventStandbys:
+				assert.True(t, slices.Equal(as.Assigned, md.Assigned) && slices.Equal(as.Standby, md.Standby) &&
+					len(as.Revoked)+len(as.Learning)+len(as.Learned) == 0, "Assign(%s) = %+v for %s, want its input back", ev, as, md.ID)
+			case ev == eventScaleUp && len(md.Assigned) == 0:
+				assert.NotEmpty(t, as.Learning, "Assign(%s): new member %s learns nothing, want its share", ev, md.ID)
+			case ev == eventScaleDown && md.Leaving:
+				assert.Len(t, as.Learned, len(md.Assigned), "Assign(%s): leaving member %s, want all its tasks learned", ev, md.ID)
+			case ev == eventPromote && len(md.Ready) > 0:
+				assert.Equal(t, md.Ready, as.Assigned, "Assign(%s): ready learner %s, want its learners promoted", ev, md.ID)
 			}
 		}
-		if assigned != len(tasks) {
-			t.Errorf("Assign(%s) assigns %d tasks, want all %d", ev, assigned, len(tasks))
-		}
-		if (ev == eventCrash || ev == eventPromote) && learning > 0 {
-			t.Errorf("Assign(%s) places %d learners, want none (orphans and ready learners move at once)", ev, learning)
+		assert.Equal(t, len(tasks), assigned, "Assign(%s): tasks assigned, want all", ev)
+		if ev == eventCrash || ev == eventPromote {
+			assert.Zero(t, learning, "Assign(%s) places learners, want none (orphans and ready learners move at once)", ev)
 		}
 	}
 }

@@ -1,10 +1,15 @@
-package learner
+package learner_test
 
 import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/stretchr/testify/require"
+
+	. "github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 // With a learner budget B and every learner ready one rebalance after it is
@@ -51,32 +56,24 @@ func TestLearnerBudgetConvergenceBound(t *testing.T) {
 				for _, o := range out {
 					learners += len(o.Learning)
 				}
-				if learners > tc.budget {
-					t.Fatalf("round %d: %d learners, budget %d:\n%s", rounds, learners, tc.budget, FormatAssignments(out))
-				}
+				require.LessOrEqual(t, learners, tc.budget, "round %d: learners over the budget:\n%s", rounds, FormatAssignments(out))
 				moves += learners // every reported learner was ready and promoted: these are new
 				if learners == 0 {
 					bound := (moves+tc.budget-1)/tc.budget + 1
-					if rounds > bound {
-						t.Errorf("learner-free after %d rebalances, want at most ceil(%d moves / %d)+1 = %d", rounds, moves, tc.budget, bound)
-					}
+					assert.LessOrEqual(t, rounds, bound, "learner-free after %d rebalances, want at most ceil(%d moves / %d)+1 = %d", rounds, moves, tc.budget, bound)
 					next := nextReports(in, out)
 					again, err := a.Assign(next)
 					require.NoError(t, err)
-					if !sameAsInput(next, again) {
-						t.Errorf("rebalance after the learner-free one changed the group:\n%s", FormatAssignments(again))
-					}
+					assert.True(t, learnertest.FixedPoint(next, again), "rebalance after the learner-free one changed the group:\n%s", FormatAssignments(again))
 					for i, o := range again {
-						if in[i].Leaving && len(o.Assigned) > 0 {
-							t.Errorf("leaving member %s still runs %v", o.MemberID, o.Assigned)
+						if in[i].Leaving {
+							assert.Empty(t, o.Assigned, "leaving member %s still runs tasks", o.MemberID)
 						}
 					}
 					t.Logf("%d moves, %d rebalances (bound %d)", moves, rounds, bound)
 					return
 				}
-				if rounds > 100 {
-					t.Fatalf("no convergence after 100 rebalances")
-				}
+				require.LessOrEqual(t, rounds, 100, "no convergence after 100 rebalances")
 				in = nextReports(in, out)
 			}
 		})

@@ -1,12 +1,15 @@
-package learner
+package learner_test
 
 import (
 	"encoding/binary"
-	"errors"
 	"math/rand/v2"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	. "github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 // Fuzz targets. `go test` runs their seed corpora (testdata/fuzz/...) and the
@@ -34,7 +37,7 @@ func (s *byteSource) Uint64() uint64 {
 }
 
 // fuzzSpec keeps fuzzed groups small: the fuzzer explores shapes, not sizes.
-var fuzzSpec = genSpec{maxMembers: 10, maxTasks: 24, features: true}
+var fuzzSpec = learnertest.Spec{MaxMembers: 10, MaxTasks: 24, Features: true}
 
 // FuzzAssign builds member metadata from the fuzz bytes: the first byte
 // picks one kind of malformed input to inject (or none), the rest drive the
@@ -51,44 +54,39 @@ func FuzzAssign(f *testing.F) {
 		}
 		corrupt, rest := data[0], data[1:]
 		src := &byteSource{b: rest}
-		g := generate(rand.New(src), fuzzSpec)
-		a, err := New(g.tasks, g.opts)
-		if err != nil {
-			t.Fatalf("New(generated topology): %v", err)
-		}
+		g := learnertest.Generate(rand.New(src), fuzzSpec)
+		a, err := New(g.Tasks, g.Options)
+		require.NoError(t, err, "New(generated topology)")
 		if what, ok := corruptGroup(&g, corrupt, rand.New(src)); ok {
-			_, err := a.Assign(g.members)
-			if !errors.Is(err, ErrInvalidMember) {
-				t.Fatalf("Assign with %s = error %v, want one wrapping ErrInvalidMember\ninput:\n%s", what, err, g)
-			}
+			_, err := a.Assign(g.Members)
+			require.ErrorIs(t, err, ErrInvalidMember, "Assign with %s: want an error wrapping ErrInvalidMember\ninput:\n%s", what, g)
 			return
 		}
-		if _, vs := checkAssign(a, g.members, rand.New(rand.NewPCG(uint64(len(data)), 4))); len(vs) > 0 {
-			t.Fatalf("%d violations:\n%sinput:\n%s", len(vs), joinViolations(vs), g)
-		}
+		_, vs := learnertest.CheckAssign(g.Tasks, g.Options, a.Assign, g.Members, rand.New(rand.NewPCG(uint64(len(data)), 4)))
+		require.Empty(t, vs, "%d violations:\n%sinput:\n%s", len(vs), learnertest.FormatViolations(vs), g)
 	})
 }
 
 // corruptGroup injects the kind of malformed report selected by c (rule 12
 // of the core issue), returning what it did; c without a kind, or a group
 // without members, is left valid.
-func corruptGroup(g *genGroup, c byte, r *rand.Rand) (string, bool) {
+func corruptGroup(g *Rebalance, c byte, r *rand.Rand) (string, bool) {
 	kinds := 10
 	k := int(c) % (2 * kinds) // half of the inputs stay valid
-	if k >= kinds || len(g.members) == 0 {
+	if k >= kinds || len(g.Members) == 0 {
 		return "", false
 	}
-	m := &g.members[r.IntN(len(g.members))]
+	m := &g.Members[r.IntN(len(g.Members))]
 	task := "T1"
-	if len(g.tasks) > 0 {
-		task = g.tasks[r.IntN(len(g.tasks))].ID
+	if len(g.Tasks) > 0 {
+		task = g.Tasks[r.IntN(len(g.Tasks))].ID
 	}
 	switch k {
 	case 0:
-		if len(g.members) < 2 {
+		if len(g.Members) < 2 {
 			return "", false
 		}
-		g.members[0].ID = g.members[1].ID
+		g.Members[0].ID = g.Members[1].ID
 		return "a duplicate member ID", true
 	case 1:
 		m.ID = ""
@@ -100,23 +98,23 @@ func corruptGroup(g *genGroup, c byte, r *rand.Rand) (string, bool) {
 		m.Assigned = append(m.Assigned, "T/1")
 		return "a malformed task ID", true
 	case 4:
-		*m = withoutTask(*m, task)
+		*m = learnertest.WithoutTask(*m, task)
 		m.Assigned = append(m.Assigned, task)
 		m.Standby = append(m.Standby, task)
 		return "a task both assigned and standby", true
 	case 5:
-		*m = withoutTask(*m, task)
+		*m = learnertest.WithoutTask(*m, task)
 		m.Ready = append(m.Ready, task)
 		return "a ready task that is not learning", true
 	case 6:
-		*m = withoutTask(*m, task)
+		*m = learnertest.WithoutTask(*m, task)
 		m.Revoked = append(m.Revoked, task, task)
 		return "a task revoked twice", true
 	case 7:
 		m.Capacity = -1
 		return "a negative capacity", true
 	case 8:
-		*m = withoutTask(*m, task)
+		*m = learnertest.WithoutTask(*m, task)
 		m.Learning = append(m.Learning, task)
 		m.Lag = append(m.Lag, TaskLag{Task: task, Lag: -5})
 		return "a negative lag", true
@@ -136,21 +134,15 @@ func FuzzNotation(f *testing.F) {
 		r, err := ParseRebalance(src)
 		if err != nil {
 			var se *SyntaxError
-			if !errors.As(err, &se) || !errors.Is(err, ErrSyntax) || se.Line < 1 || se.Line > strings.Count(src, "\n")+1 {
-				t.Fatalf("ParseRebalance(%q) error %v: want a *SyntaxError with a line of the input", src, err)
-			}
+			require.ErrorAs(t, err, &se, "ParseRebalance(%q): want a *SyntaxError", src)
+			require.ErrorIs(t, err, ErrSyntax, "ParseRebalance(%q)", src)
+			require.True(t, se.Line >= 1 && se.Line <= strings.Count(src, "\n")+1, "ParseRebalance(%q) error %v: line %d is not a line of the input", src, err, se.Line)
 			return
 		}
 		printed := r.String()
 		again, err := ParseRebalance(printed)
-		if err != nil {
-			t.Fatalf("ParseRebalance(String()) = %v\noriginal input %q\nprinted %q", err, src, printed)
-		}
-		if !reflect.DeepEqual(r, again) {
-			t.Fatalf("ParseRebalance(String()) = %+v, want %+v\nprinted %q", again, r, printed)
-		}
-		if p2 := again.String(); p2 != printed {
-			t.Fatalf("String() not stable: %q, then %q", printed, p2)
-		}
+		require.NoError(t, err, "ParseRebalance(String())\noriginal input %q\nprinted %q", src, printed)
+		require.Equal(t, r, again, "ParseRebalance(String()) differs from the original\nprinted %q", printed)
+		require.Equal(t, printed, again.String(), "String() not stable")
 	})
 }

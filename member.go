@@ -74,3 +74,49 @@ type Assignment struct {
 	// Standby lists the member's standby replicas.
 	Standby []string
 }
+
+// RoleConflict is one breach of the one-role rule found by RoleConflicts: a
+// task listed again after an earlier list, or an earlier place in the same
+// list, already held it.
+type RoleConflict struct {
+	// Task is the task listed twice.
+	Task string
+	// First is the index of the list that holds Task first.
+	First int
+	// List and At locate the repeat: lists[List][At]. List equals First for
+	// a task repeated within one list.
+	List, At int
+}
+
+// RoleConflicts checks the one-role rule: a member holds each task in at
+// most one role and lists it once. The roles are the lists of an Assignment
+// (Assigned, Learning, Standby) or of a MemberMetadata (Assigned, Revoked,
+// Learning, Standby), passed in that order. It returns every repeat, in list
+// order, so a caller can reject the lists (the first conflict names the two
+// roles) or repair them by dropping the repeats (each task keeps its first
+// role). It returns nil when the lists are disjoint and free of repeats.
+func RoleConflicts(lists ...[]string) []RoleConflict {
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	first := make(map[string]int, n) // task -> list holding it first
+	var cs []RoleConflict
+	for i, l := range lists {
+		for at, id := range l {
+			if f, dup := first[id]; dup {
+				cs = append(cs, RoleConflict{Task: id, First: f, List: i, At: at})
+				continue
+			}
+			first[id] = i
+		}
+	}
+	return cs
+}
+
+// CompareIDs orders member IDs the way Assign lists its Assignments: runs of
+// digits compare as numbers, so "S2" sorts before "S10"; IDs equal as
+// numbers ("S01", "S1") fall back to byte order, so the order is total. It
+// returns a negative number, zero or a positive number, like
+// strings.Compare, so it can be passed to slices.SortFunc.
+func CompareIDs(a, b string) int { return compareIDs(a, b) }

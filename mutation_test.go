@@ -1,11 +1,17 @@
-package learner
+package learner_test
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	. "github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 // Mutation check: the invariants are only worth something if a broken
@@ -20,12 +26,12 @@ import (
 type mutation struct {
 	name string
 	want []string // the rules that must catch it (any of them)
-	wrap func(a *Assignor) assignFunc
+	wrap func(a *Assignor) learnertest.AssignFunc
 }
 
 // afterAssign builds a mutation that edits a copy of the real output.
-func afterAssign(edit func(in []MemberMetadata, out []Assignment, a *Assignor)) func(a *Assignor) assignFunc {
-	return func(a *Assignor) assignFunc {
+func afterAssign(edit func(in []MemberMetadata, out []Assignment, a *Assignor)) func(a *Assignor) learnertest.AssignFunc {
+	return func(a *Assignor) learnertest.AssignFunc {
 		return func(in []MemberMetadata) ([]Assignment, error) {
 			out, err := a.Assign(in)
 			if err != nil {
@@ -39,10 +45,10 @@ func afterAssign(edit func(in []MemberMetadata, out []Assignment, a *Assignor)) 
 }
 
 // beforeAssign builds a mutation that hides something from the real Assign.
-func beforeAssign(edit func(m *MemberMetadata)) func(a *Assignor) assignFunc {
-	return func(a *Assignor) assignFunc {
+func beforeAssign(edit func(m *MemberMetadata)) func(a *Assignor) learnertest.AssignFunc {
+	return func(a *Assignor) learnertest.AssignFunc {
 		return func(in []MemberMetadata) ([]Assignment, error) {
-			in = deepCopyMembers(in)
+			in = learnertest.CloneMembers(in)
 			for i := range in {
 				edit(&in[i])
 			}
@@ -80,7 +86,7 @@ func owned(out []Assignment, id string) int {
 // the rule it is about, not the list order.
 func insert(a *Assignor, l []string, id string) []string {
 	l = append(l, id)
-	slices.SortFunc(l, func(x, y string) int { return int(a.index.lookup(x) - a.index.lookup(y)) })
+	slices.SortFunc(l, func(x, y string) int { return a.TaskIndex(x) - a.TaskIndex(y) })
 	return l
 }
 
@@ -121,9 +127,10 @@ var mutations = []mutation{
 		}
 	})},
 	{"move a stateful task without a learner", []string{"stateful-move"}, afterAssign(func(in []MemberMetadata, out []Assignment, a *Assignor) {
+		tasks := a.Tasks()
 		for i, o := range out {
 			for _, id := range o.Assigned {
-				if t := a.tasks[a.index.lookup(id)]; !t.Stateful || slices.Contains(o.Learned, id) {
+				if t := tasks[a.TaskIndex(id)]; !t.Stateful || slices.Contains(o.Learned, id) {
 					continue
 				}
 				for j := range out {
@@ -168,7 +175,7 @@ var mutations = []mutation{
 			}
 		}
 	})},
-	{"place learners over the budget", []string{"budget"}, func(a *Assignor) assignFunc {
+	{"place learners over the budget", []string{"budget"}, func(a *Assignor) learnertest.AssignFunc {
 		opts := a.Options()
 		opts.MaxLearners = 0
 		free, _ := New(a.Tasks(), opts)
@@ -187,10 +194,10 @@ var mutations = []mutation{
 		}
 	})},
 	{"never settle (a learner whenever there is none)", []string{"convergence"}, afterAssign(func(in []MemberMetadata, out []Assignment, a *Assignor) {
-		if hasLearners(out) {
+		if slices.ContainsFunc(out, func(a Assignment) bool { return len(a.Learning) > 0 }) {
 			return
 		}
-		for _, t := range a.tasks {
+		for _, t := range a.Tasks() {
 			o := owned(out, t.ID)
 			if !t.Stateful || o < 0 {
 				continue
@@ -230,8 +237,7 @@ func TestMutationsAreCaught(t *testing.T) {
 		if by == "" {
 			by, where = catchInHistories(m, seed, 40)
 		}
-		if by == "" {
-			t.Errorf("mutation %q: no property test or history reported %v", m.name, m.want)
+		if !assert.NotEmpty(t, by, "mutation %q: no property test or history reported %v", m.name, m.want) {
 			continue
 		}
 		t.Logf("%-48s caught by %-20s in %s", m.name, by, where)
@@ -242,15 +248,15 @@ func TestMutationsAreCaught(t *testing.T) {
 // mutated assignor but not for the real one, and where.
 func catchInGroups(m mutation, seed uint64, n int) (rule, where string) {
 	for i := range n {
-		g := generate(rand.New(rand.NewPCG(seed+uint64(i), 1)), propertySpec)
-		a, err := New(g.tasks, g.opts)
+		g := learnertest.Generate(rand.New(rand.NewPCG(seed+uint64(i), 1)), propertySpec)
+		a, err := New(g.Tasks, g.Options)
 		if err != nil {
 			continue
 		}
-		_, broken := checkAssignFunc(g.tasks, g.opts, m.wrap(a), g.members, rand.New(rand.NewPCG(seed, 2)))
-		_, real := checkAssign(a, g.members, rand.New(rand.NewPCG(seed, 2)))
+		_, broken := learnertest.CheckAssign(g.Tasks, g.Options, m.wrap(a), g.Members, rand.New(rand.NewPCG(seed, 2)))
+		_, real := learnertest.CheckAssign(g.Tasks, g.Options, a.Assign, g.Members, rand.New(rand.NewPCG(seed, 2)))
 		for _, w := range m.want {
-			if hasRule(broken, w) && !hasRule(real, w) {
+			if learnertest.HasRule(broken, w) && !learnertest.HasRule(real, w) {
 				return w, "TestPropertyGeneratedGroups (group " + strconv.Itoa(i+1) + ")"
 			}
 		}
@@ -263,19 +269,19 @@ func catchInGroups(m mutation, seed uint64, n int) (rule, where string) {
 // break (a bug of the core) does not count.
 func catchInHistories(m mutation, seed uint64, n int) (rule, where string) {
 	for i := range n {
-		s, err := newSimGroup(rand.New(rand.NewPCG(seed+uint64(i), 3)), false)
+		s, err := learnertest.NewHistory(rand.New(rand.NewPCG(seed+uint64(i), 3)), false)
 		if err != nil {
 			continue
 		}
-		a, _ := New(s.tasks, s.opts)
-		s.assign, s.quick = m.wrap(a), true
-		f := s.run(300, newQuietStats())
-		if f == nil {
+		a, _ := New(s.Tasks, s.Options)
+		s.Assign, s.NoShrink = m.wrap(a), true
+		var f *learnertest.Failure
+		if !errors.As(s.Run(300, nil), &f) {
 			continue
 		}
 		for _, w := range m.want {
-			if slices.Contains(f.rules, w) {
-				return w, "TestHistoryChaosAndConvergence (history " + strconv.Itoa(i+1) + ", " + firstLine(f.msg) + ")"
+			if slices.Contains(f.Rules, w) {
+				return w, "TestHistoryChaosAndConvergence (history " + strconv.Itoa(i+1) + ", " + firstLine(f.Msg) + ")"
 			}
 		}
 	}

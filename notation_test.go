@@ -1,4 +1,4 @@
-package learner
+package learner_test
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	. "github.com/learnerassignor/learner"
 )
 
 func TestParseRebalance(t *testing.T) {

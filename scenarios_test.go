@@ -1,4 +1,4 @@
-package learner
+package learner_test
 
 import (
 	"flag"
@@ -7,6 +7,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	. "github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output of testdata/scenarios")
@@ -26,19 +32,14 @@ var update = flag.Bool("update", false, "rewrite the expected output of testdata
 // the members in reverse and rotated order must give the same output.
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob("testdata/scenarios/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenario scripts: %v", err)
-	}
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no scenario scripts in testdata/scenarios")
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
 			src, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			blocks, err := parseScript(string(src))
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
+			require.NoError(t, err, file)
 			for i := range blocks {
 				b := &blocks[i]
 				got := runScenario(t, b)
@@ -46,14 +47,10 @@ func TestScenarios(t *testing.T) {
 					b.want = got
 					continue
 				}
-				if got != b.want {
-					t.Errorf("%s:%d: %s:\n%s\n----\ngot:\n%s\nwant:\n%s", file, b.line, b.cmd, b.input, got, b.want)
-				}
+				assert.Equal(t, b.want, got, "%s:%d: %s:\n%s", file, b.line, b.cmd, b.input)
 			}
 			if *update {
-				if err := os.WriteFile(file, []byte(formatScript(blocks)), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, os.WriteFile(file, []byte(formatScript(blocks)), 0o644))
 			}
 		})
 	}
@@ -62,9 +59,7 @@ func TestScenarios(t *testing.T) {
 // runScenario runs one block and returns its output text.
 func runScenario(t *testing.T, b *scriptBlock) string {
 	t.Helper()
-	if b.cmd != "assign" {
-		t.Fatalf("line %d: unknown command %q", b.line, b.cmd)
-	}
+	require.Equal(t, "assign", b.cmd, "line %d: unknown command", b.line)
 	r, err := ParseRebalance(b.input)
 	if err != nil {
 		return "error: " + err.Error() + "\n"
@@ -78,9 +73,8 @@ func runScenario(t *testing.T, b *scriptBlock) string {
 		return "error: " + err.Error() + "\n"
 	}
 	got := FormatAssignments(out)
-	for _, v := range checkInvariants(a, r.Members, out) {
-		t.Errorf("line %d: invariant: %s", b.line, v)
-	}
+	vs := learnertest.Check(a.Tasks(), a.Options(), r.Members, out)
+	assert.Empty(t, vs, "line %d: Assign breaks rules:\n%s", b.line, learnertest.FormatViolations(vs))
 	n := len(r.Members)
 	for shift := 1; shift <= n; shift++ {
 		perm := slices.Clone(r.Members)
@@ -90,9 +84,8 @@ func runScenario(t *testing.T, b *scriptBlock) string {
 			perm = append(perm[shift:], perm[:shift]...)
 		}
 		other, err := a.Assign(perm)
-		if err != nil || FormatAssignments(other) != got {
-			t.Errorf("line %d: Assign(members in another order) = %v, %v; want the same as in input order:\n%s",
-				b.line, FormatAssignments(other), err, got)
+		if assert.NoError(t, err, "line %d: Assign(members in another order)", b.line) {
+			assert.Equal(t, got, FormatAssignments(other), "line %d: Assign(members in another order) differs from Assign(members in input order)", b.line)
 		}
 	}
 	return got

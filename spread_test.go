@@ -1,9 +1,13 @@
-package learner
+package learner_test
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	. "github.com/learnerassignor/learner"
 )
 
 // Members joining a group whose subtopologies are spread keep them spread:
@@ -28,9 +32,7 @@ func TestPropertyJoinsKeepSubtopologiesSpread(t *testing.T) {
 			tasks = append(tasks, Task{ID: fmt.Sprintf("%d_%d", s, p), Stateful: stateful})
 		}
 		a, err := New(tasks, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		// A spread group: each subtopology dealt round the members in turn.
 		in := make([]MemberMetadata, members+joins)
 		for m := range in {
@@ -45,9 +47,7 @@ func TestPropertyJoinsKeepSubtopologiesSpread(t *testing.T) {
 			}
 		}
 		out, err := a.Assign(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		planned := map[string]map[int]int{} // member -> subtopology -> planned tasks
 		for _, o := range out {
 			planned[o.MemberID] = map[int]int{}
@@ -57,7 +57,7 @@ func TestPropertyJoinsKeepSubtopologiesSpread(t *testing.T) {
 			}
 			for _, id := range append(o.Learning, o.Assigned...) {
 				if !learned[id] {
-					s, _, _ := parseSubtopologyID(id)
+					s, _, _ := ParseSubtopologyID(id)
 					planned[o.MemberID][s]++
 				}
 			}
@@ -65,8 +65,8 @@ func TestPropertyJoinsKeepSubtopologiesSpread(t *testing.T) {
 		limit := (parts+members+joins-1)/(members+joins) + 1
 		for m, counts := range planned {
 			for s, n := range counts {
-				if n > limit {
-					t.Fatalf("case %d (LEARNER_SEED=%d): %s plans %d tasks of subtopology %d, want at most %d:\n%s\n%s",
+				if n > limit { // guarded: the message formats the whole output
+					require.Failf(t, "subtopology over its share", "case %d (LEARNER_SEED=%d): %s plans %d tasks of subtopology %d, want at most %d:\n%s\n%s",
 						c, seed, m, n, s, limit, Rebalance{Tasks: tasks, Members: in}, FormatAssignments(out))
 				}
 			}

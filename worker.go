@@ -151,17 +151,10 @@ func (w *Worker) Apply(a Assignment) (Changes, error) {
 	if a.MemberID != w.id {
 		return Changes{}, fmt.Errorf("learner: assignment for member %q applied to worker %q: %w", a.MemberID, w.id, ErrInvalidMember)
 	}
-	seen := map[string]string{}
-	for _, l := range []struct {
-		name  string
-		tasks []string
-	}{{"assigned", a.Assigned}, {"learning", a.Learning}, {"standby", a.Standby}} {
-		for _, t := range l.tasks {
-			if prev, dup := seen[t]; dup {
-				return Changes{}, fmt.Errorf("learner: assignment for member %q: task %q in both %s and %s: %w", w.id, t, prev, l.name, ErrInvalidMember)
-			}
-			seen[t] = l.name
-		}
+	if cs := RoleConflicts(a.Assigned, a.Learning, a.Standby); len(cs) > 0 {
+		c, roles := cs[0], [...]string{"assigned", "learning", "standby"}
+		return Changes{}, fmt.Errorf("learner: assignment for member %q: task %q in both %s and %s: %w",
+			w.id, c.Task, roles[c.First], roles[c.List], ErrInvalidMember)
 	}
 	c := Changes{
 		StartActive:   missing(a.Assigned, w.active),

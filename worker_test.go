@@ -1,12 +1,17 @@
-package learner
+package learner_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
-	"fmt"
-	"slices"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	. "github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -15,12 +20,10 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func joined(t *testing.T, policy RejoinPolicy, a Assignment) *Worker {
 	t.Helper()
 	w := NewWorker(a.MemberID, policy)
-	if !w.ShouldRejoin(t0) {
-		t.Fatal("new worker: ShouldRejoin = false, want true")
-	}
+	require.True(t, w.ShouldRejoin(t0), "new worker ShouldRejoin")
 	w.Join()
 	_, err := w.Apply(a)
-	must(t, err)
+	require.NoError(t, err)
 	return w
 }
 
@@ -28,8 +31,8 @@ func TestWorkerApplyChanges(t *testing.T) {
 	w := joined(t, RejoinStable, Assignment{MemberID: "S1", Assigned: []string{"T1", "T2", "T3"}, Learning: []string{"T4"}, Standby: []string{"T5"}})
 	w.Join()
 	c, err := w.Apply(Assignment{MemberID: "S1", Assigned: []string{"T1", "T4"}, Learning: []string{"T5", "T6"}, Standby: []string{"T7"}})
-	must(t, err)
-	same(t, Changes{
+	require.NoError(t, err)
+	assert.Equal(t, Changes{
 		StartActive:   []string{"T4"},
 		StopActive:    []string{"T2", "T3"},
 		StartLearning: []string{"T5", "T6"},
@@ -37,7 +40,7 @@ func TestWorkerApplyChanges(t *testing.T) {
 		StartStandby:  []string{"T7"},
 		StopStandby:   []string{"T5"},
 	}, c)
-	same(t, MemberMetadata{ID: "S1", Assigned: []string{"T1", "T4"}, Learning: []string{"T5", "T6"}, Standby: []string{"T7"}}, w.Join())
+	assert.Equal(t, MemberMetadata{ID: "S1", Assigned: []string{"T1", "T4"}, Learning: []string{"T5", "T6"}, Standby: []string{"T7"}}, w.Join())
 }
 
 func TestWorkerApplyRejectsBadAssignment(t *testing.T) {
@@ -48,31 +51,31 @@ func TestWorkerApplyRejectsBadAssignment(t *testing.T) {
 		{MemberID: "S1", Learning: []string{"T2"}, Standby: []string{"T2"}},
 	} {
 		c, err := w.Apply(a)
-		yes(t, errors.Is(err, ErrInvalidMember), fmt.Sprintf("Apply(%+v) error = %v; errors.Is(err, ErrInvalidMember)", a, err))
-		same(t, Changes{}, c, "Changes of a rejected assignment")
+		assert.True(t, errors.Is(err, ErrInvalidMember), fmt.Sprintf("Apply(%+v) error = %v; errors.Is(err, ErrInvalidMember)", a, err))
+		assert.Equal(t, Changes{}, c, "Changes of a rejected assignment")
 	}
-	same(t, []string{"T1"}, w.Join().Assigned, "a rejected assignment changed the worker")
+	assert.Equal(t, []string{"T1"}, w.Join().Assigned, "a rejected assignment changed the worker")
 }
 
 func TestWorkerRevokesLearnedAtJoin(t *testing.T) {
 	// The document's Scale Up walkthrough, S1's side: T1 is learned by S4.
 	w := joined(t, RejoinStable, Assignment{MemberID: "S1", Assigned: []string{"T1", "T2"}, Learned: []string{"T1"}})
-	no(t, w.ShouldRejoin(t0), "owner of a learned task wants to rejoin on its own")
+	assert.False(t, w.ShouldRejoin(t0), "owner of a learned task wants to rejoin on its own")
 	m := w.Join()
-	same(t, MemberMetadata{ID: "S1", Assigned: []string{"T2"}, Revoked: []string{"T1"}}, m)
-	same(t, m, w.Join(), "a restarted join reports differently")
+	assert.Equal(t, MemberMetadata{ID: "S1", Assigned: []string{"T2"}, Revoked: []string{"T1"}}, m)
+	assert.Equal(t, m, w.Join(), "a restarted join reports differently")
 
 	// The learner was not ready: the leader gives T1 back, still learned.
 	c, err := w.Apply(Assignment{MemberID: "S1", Assigned: []string{"T1", "T2"}, Learned: []string{"T1"}})
-	must(t, err)
-	same(t, Changes{StartActive: []string{"T1"}}, c, "T1 given back after revoke-at-join")
+	require.NoError(t, err)
+	assert.Equal(t, Changes{StartActive: []string{"T1"}}, c, "T1 given back after revoke-at-join")
 
 	// The learner is ready: T1 goes away for good.
 	w.Join()
 	c, err = w.Apply(Assignment{MemberID: "S1", Assigned: []string{"T2"}, Revoked: []string{"T1"}})
-	must(t, err)
-	same(t, Changes{}, c, "T1 was already stopped at join")
-	same(t, MemberMetadata{ID: "S1", Assigned: []string{"T2"}}, w.Join())
+	require.NoError(t, err)
+	assert.Equal(t, Changes{}, c, "T1 was already stopped at join")
+	assert.Equal(t, MemberMetadata{ID: "S1", Assigned: []string{"T2"}}, w.Join())
 }
 
 func TestWorkerRejoinPolicies(t *testing.T) {
@@ -83,22 +86,22 @@ func TestWorkerRejoinPolicies(t *testing.T) {
 	}{{RejoinStable, false}, {RejoinEager, true}} {
 		t.Run(tc.policy.String(), func(t *testing.T) {
 			w := joined(t, tc.policy, a)
-			no(t, w.ShouldRejoin(t0), "no learner ready yet")
-			no(t, w.Restored("T9"), "Restored(T9) of a task it does not learn = true")
-			no(t, w.ShouldRejoin(t0), "Restored of an unknown task triggered a rejoin")
-			yes(t, w.Restored("T3"), "Restored(T3) of a learner task")
-			same(t, tc.afterFirstReady, w.ShouldRejoin(t0), "ShouldRejoin after one of two learners is ready")
+			assert.False(t, w.ShouldRejoin(t0), "no learner ready yet")
+			assert.False(t, w.Restored("T9"), "Restored(T9) of a task it does not learn = true")
+			assert.False(t, w.ShouldRejoin(t0), "Restored of an unknown task triggered a rejoin")
+			assert.True(t, w.Restored("T3"), "Restored(T3) of a learner task")
+			assert.Equal(t, tc.afterFirstReady, w.ShouldRejoin(t0), "ShouldRejoin after one of two learners is ready")
 			w.Restored("T1")
-			yes(t, w.ShouldRejoin(t0), "ShouldRejoin after all learners are ready")
+			assert.True(t, w.ShouldRejoin(t0), "ShouldRejoin after all learners are ready")
 
 			m := w.Join()
-			same(t, []string{"T1", "T3"}, m.Ready)
-			no(t, w.ShouldRejoin(t0), "ShouldRejoin while its join is pending")
+			assert.Equal(t, []string{"T1", "T3"}, m.Ready)
+			assert.False(t, w.ShouldRejoin(t0), "ShouldRejoin while its join is pending")
 			// A ready learner the leader did not promote must not cause a rebalance loop.
 			_, err := w.Apply(Assignment{MemberID: "S4", Assigned: []string{"T1"}, Learning: []string{"T3"}})
-			must(t, err)
-			no(t, w.ShouldRejoin(t0), "ShouldRejoin with no learner ready since the last join")
-			same(t, []string{"T3"}, w.Join().Ready, "ready flag lost for a learner kept")
+			require.NoError(t, err)
+			assert.False(t, w.ShouldRejoin(t0), "ShouldRejoin with no learner ready since the last join")
+			assert.Equal(t, []string{"T3"}, w.Join().Ready, "ready flag lost for a learner kept")
 		})
 	}
 }
@@ -107,25 +110,28 @@ func TestWorkerLeaveHandsOver(t *testing.T) {
 	// The document's Scale Down walkthrough, S2's side.
 	w := joined(t, RejoinStable, Assignment{MemberID: "S2", Assigned: []string{"T3", "T4"}})
 	w.Leave(time.Time{})
-	yes(t, w.ShouldRejoin(t0), "leaving worker does not rejoin to announce it")
-	yes(t, w.Join().Leaving, "Join().Leaving after Leave")
+	assert.True(t, w.ShouldRejoin(t0), "leaving worker does not rejoin to announce it")
+	assert.True(t, w.Join().Leaving, "Join().Leaving after Leave")
 	c, err := w.Apply(Assignment{MemberID: "S2", Assigned: []string{"T3", "T4"}, Learned: []string{"T3", "T4"}})
-	must(t, err)
-	no(t, c.Shutdown, "Shutdown while owning tasks")
-	no(t, w.ShouldRejoin(t0), "announced leaving worker rejoins again by itself")
-	no(t, w.ShouldShutdown(t0.Add(24*time.Hour)), "shut down without deadline while owning tasks")
+	require.NoError(t, err)
+	assert.False(t, c.Shutdown, "Shutdown while owning tasks")
+	assert.False(t, w.ShouldRejoin(t0), "announced leaving worker rejoins again by itself")
+	assert.False(t, w.ShouldShutdown(t0.Add(24*time.Hour)), "shut down without deadline while owning tasks")
 
-	same(t, MemberMetadata{ID: "S2", Revoked: []string{"T3", "T4"}, Leaving: true}, w.Join())
+	// In the notation: Join's lists may be nil or empty, which the API
+	// documents as the same.
+	assert.Equal(t, FormatMember(MemberMetadata{ID: "S2", Revoked: []string{"T3", "T4"}, Leaving: true}), FormatMember(w.Join()),
+		"Join of a leaving worker whose tasks are learned")
 	c, err = w.Apply(Assignment{MemberID: "S2", Assigned: []string{"T3"}, Revoked: []string{"T4"}, Learned: []string{"T3"}})
-	must(t, err)
-	same(t, Changes{StartActive: []string{"T3"}}, c)
+	require.NoError(t, err)
+	assert.Equal(t, Changes{StartActive: []string{"T3"}}, c)
 
 	w.Join()
 	c, err = w.Apply(Assignment{MemberID: "S2", Revoked: []string{"T3"}})
-	must(t, err)
-	same(t, Changes{Shutdown: true}, c, "Changes of the last hand-over")
-	yes(t, w.ShouldShutdown(t0), "ShouldShutdown after the hand-over")
-	no(t, w.ShouldRejoin(t0), "ShouldRejoin after the hand-over")
+	require.NoError(t, err)
+	assert.Equal(t, Changes{Shutdown: true}, c, "Changes of the last hand-over")
+	assert.True(t, w.ShouldShutdown(t0), "ShouldShutdown after the hand-over")
+	assert.False(t, w.ShouldRejoin(t0), "ShouldRejoin after the hand-over")
 }
 
 func TestWorkerLeaveDeadline(t *testing.T) {
@@ -134,14 +140,14 @@ func TestWorkerLeaveDeadline(t *testing.T) {
 	w.Leave(deadline)
 	w.Join()
 	_, err := w.Apply(Assignment{MemberID: "S2", Assigned: []string{"T3", "T4"}, Learned: []string{"T3", "T4"}})
-	must(t, err)
-	no(t, w.ShouldShutdown(deadline.Add(-time.Nanosecond)), "shut down before its deadline")
-	yes(t, w.ShouldShutdown(deadline), "no shut down at its deadline")
-	no(t, w.ShouldRejoin(deadline), "rejoins past its deadline instead of shutting down")
+	require.NoError(t, err)
+	assert.False(t, w.ShouldShutdown(deadline.Add(-time.Nanosecond)), "shut down before its deadline")
+	assert.True(t, w.ShouldShutdown(deadline), "no shut down at its deadline")
+	assert.False(t, w.ShouldRejoin(deadline), "rejoins past its deadline instead of shutting down")
 
 	w.Leave(time.Time{})
-	no(t, w.ShouldShutdown(deadline), "Leave(zero) did not clear the deadline")
-	no(t, w.ShouldRejoin(deadline), "a second Leave asks to announce again")
+	assert.False(t, w.ShouldShutdown(deadline), "Leave(zero) did not clear the deadline")
+	assert.False(t, w.ShouldRejoin(deadline), "a second Leave asks to announce again")
 }
 
 func TestWorkerCrashRejoinsWithNewID(t *testing.T) {
@@ -154,17 +160,17 @@ func TestWorkerCrashRejoinsWithNewID(t *testing.T) {
 	w.SetLag("T1", 40)
 	w.SetLag("T9", 5)
 	w.SetLag("T9", -1)
-	yes(t, w.ShouldRejoin(t0), "ShouldRejoin of a restarted worker")
-	same(t, MemberMetadata{ID: "S1-restarted", Lag: []TaskLag{{"T1", 40}, {"T3", 700}}}, w.Join())
+	assert.True(t, w.ShouldRejoin(t0), "ShouldRejoin of a restarted worker")
+	assert.Equal(t, MemberMetadata{ID: "S1-restarted", Lag: []TaskLag{{"T1", 40}, {"T3", 700}}}, w.Join())
 
 	// The leader gives it T1 back, and T3 to learn from its warm state.
 	c, err := w.Apply(Assignment{MemberID: "S1-restarted", Assigned: []string{"T1"}, Learning: []string{"T3"}})
-	must(t, err)
-	same(t, Changes{StartActive: []string{"T1"}, StartLearning: []string{"T3"}}, c)
+	require.NoError(t, err)
+	assert.Equal(t, Changes{StartActive: []string{"T1"}, StartLearning: []string{"T3"}}, c)
 	w.SetLag("T3", 0)
 	w.Restored("T3")
-	yes(t, w.ShouldRejoin(t0), "ShouldRejoin with its only learner ready")
-	same(t, MemberMetadata{ID: "S1-restarted", Assigned: []string{"T1"}, Learning: []string{"T3"},
+	assert.True(t, w.ShouldRejoin(t0), "ShouldRejoin with its only learner ready")
+	assert.Equal(t, MemberMetadata{ID: "S1-restarted", Assigned: []string{"T1"}, Learning: []string{"T3"},
 		Ready: []string{"T3"}, Lag: []TaskLag{{"T3", 0}}}, w.Join(), "active T1 still reports a lag, or T3's is lost")
 }
 
@@ -174,49 +180,18 @@ func TestWorkerDoesNotAliasInputs(t *testing.T) {
 	m := w.Join()
 	m.Assigned[0] = "X"
 	m.Learning[0] = "X"
-	same(t, Assignment{MemberID: "S1", Assigned: []string{"T1", "T2"}, Learned: []string{"T1"}, Learning: []string{"T3"}}, a, "Apply or Join mutated the assignment")
-	same(t, MemberMetadata{ID: "S1", Assigned: []string{"T2"}, Revoked: []string{"T1"}, Learning: []string{"T3"}}, w.Join(), "changing Join's result changed the worker")
-}
-
-// same fails the test unless want and got print the same, so nil and empty
-// lists compare equal (the API documents them as the same).
-func same(t *testing.T, want, got any, what ...any) {
-	t.Helper()
-	if w, g := fmt.Sprintf("%+v", want), fmt.Sprintf("%+v", got); w != g {
-		t.Errorf("%s\n got %s\nwant %s", fmt.Sprint(what...), g, w)
-	}
-}
-
-func yes(t *testing.T, cond bool, what ...any) {
-	t.Helper()
-	if !cond {
-		t.Errorf("%s = false, want true", fmt.Sprint(what...))
-	}
-}
-
-func no(t *testing.T, cond bool, what ...any) {
-	t.Helper()
-	if cond {
-		t.Errorf("%s = true, want false", fmt.Sprint(what...))
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
+	assert.Equal(t, Assignment{MemberID: "S1", Assigned: []string{"T1", "T2"}, Learned: []string{"T1"}, Learning: []string{"T3"}}, a, "Apply or Join mutated the assignment")
+	assert.Equal(t, MemberMetadata{ID: "S1", Assigned: []string{"T2"}, Revoked: []string{"T1"}, Learning: []string{"T3"}}, w.Join(), "changing Join's result changed the worker")
 }
 
 // TestWorkersDriveAssign runs the document's Scale Down walkthrough with a
 // real Assignor and one Worker per member, as a group would: S2 leaves, S3
 // and then S1 finish learning and rejoin, and S2 shuts down once it has
-// handed everything over. Every round keeps each task active on exactly one
-// member.
+// handed everything over. Every round keeps every rule of learnertest.Check.
 func TestWorkersDriveAssign(t *testing.T) {
 	tasks := []Task{{"T1", true}, {"T2", true}, {"T3", true}, {"T4", true}, {"T5", true}}
 	a, err := New(tasks, Options{})
-	must(t, err)
+	require.NoError(t, err)
 	ws := []*Worker{NewWorker("S1", RejoinStable), NewWorker("S2", RejoinStable), NewWorker("S3", RejoinStable)}
 	round := func(what string) map[string]Changes {
 		t.Helper()
@@ -225,20 +200,13 @@ func TestWorkersDriveAssign(t *testing.T) {
 			ms = append(ms, w.Join())
 		}
 		as, err := a.Assign(ms)
-		must(t, err)
-		owners := map[string]int{}
+		require.NoError(t, err)
+		vs := learnertest.Check(tasks, Options{}, ms, as)
+		require.Empty(t, vs, "%s breaks rules:\n%s", what, learnertest.FormatViolations(vs))
 		cs := map[string]Changes{}
 		for i, w := range ws {
-			for _, id := range as[i].Assigned {
-				owners[id]++
-			}
 			cs[w.ID()], err = w.Apply(as[i])
-			must(t, err)
-		}
-		for _, task := range tasks {
-			if owners[task.ID] != 1 {
-				t.Fatalf("%s: task %s active on %d members, want 1:\n%s", what, task.ID, owners[task.ID], FormatAssignments(as))
-			}
+			require.NoError(t, err)
 		}
 		return cs
 	}
@@ -246,10 +214,10 @@ func TestWorkersDriveAssign(t *testing.T) {
 	for i, w := range ws {
 		w.Join()
 		_, err := w.Apply(Assignment{MemberID: w.ID(), Assigned: [][]string{{"T1", "T2"}, {"T3", "T4"}, {"T5"}}[i]})
-		must(t, err)
+		require.NoError(t, err)
 	}
 	ws[1].Leave(time.Time{})
-	yes(t, ws[1].ShouldRejoin(t0), "S2 ShouldRejoin after Leave")
+	assert.True(t, ws[1].ShouldRejoin(t0), "S2 ShouldRejoin after Leave")
 	cs := round("first rebalance")
 	// S2's tasks get one learner each on S1 and S3 (which learns which is
 	// the assignor's choice).
@@ -259,29 +227,25 @@ func TestWorkersDriveAssign(t *testing.T) {
 			learner[l[0]] = w
 		}
 	}
-	if learner["T3"] == nil || learner["T4"] == nil {
-		t.Fatalf("first rebalance: changes %+v, want one learner of T3 and one of T4 on S1 and S3", cs)
-	}
+	require.True(t, learner["T3"] != nil && learner["T4"] != nil, "first rebalance: changes %+v, want one learner of T3 and one of T4 on S1 and S3", cs)
 
 	first, second := learner["T4"], learner["T3"]
-	yes(t, first.Restored("T4"), "Restored(T4) of its learner")
-	yes(t, first.ShouldRejoin(t0), "ShouldRejoin with T4 ready")
-	no(t, second.ShouldRejoin(t0), "ShouldRejoin with T3 not ready")
+	assert.True(t, first.Restored("T4"), "Restored(T4) of its learner")
+	assert.True(t, first.ShouldRejoin(t0), "ShouldRejoin with T4 ready")
+	assert.False(t, second.ShouldRejoin(t0), "ShouldRejoin with T3 not ready")
 	cs = round("second rebalance")
-	same(t, Changes{StartActive: []string{"T4"}, StopLearning: []string{"T4"}}, cs[first.ID()], "changes of T4's learner: T4 promoted")
-	no(t, cs["S2"].Shutdown, "S2 shuts down while it owns T3")
+	assert.Equal(t, Changes{StartActive: []string{"T4"}, StopLearning: []string{"T4"}}, cs[first.ID()], "changes of T4's learner: T4 promoted")
+	assert.False(t, cs["S2"].Shutdown, "S2 shuts down while it owns T3")
 
 	second.Restored("T3")
-	yes(t, second.ShouldRejoin(t0), "ShouldRejoin with T3 ready")
+	assert.True(t, second.ShouldRejoin(t0), "ShouldRejoin with T3 ready")
 	cs = round("third rebalance")
-	same(t, Changes{StartActive: []string{"T3"}, StopLearning: []string{"T3"}}, cs[second.ID()], "changes of T3's learner: T3 promoted")
-	yes(t, cs["S2"].Shutdown, "S2's Changes.Shutdown after its hand-over")
-	yes(t, ws[1].ShouldShutdown(t0), "S2 ShouldShutdown after its hand-over")
+	assert.Equal(t, Changes{StartActive: []string{"T3"}, StopLearning: []string{"T3"}}, cs[second.ID()], "changes of T3's learner: T3 promoted")
+	assert.True(t, cs["S2"].Shutdown, "S2's Changes.Shutdown after its hand-over")
+	assert.True(t, ws[1].ShouldShutdown(t0), "S2 ShouldShutdown after its hand-over")
 	for _, w := range []*Worker{ws[0], ws[2]} {
 		m := w.Join()
-		if len(m.Learning) > 0 || len(m.Revoked) > 0 {
-			t.Errorf("%s at the end: %s, want only active tasks", w.ID(), FormatMember(m))
-		}
+		assert.Empty(t, slices.Concat(m.Learning, m.Revoked), "%s at the end: %s, want only active tasks", w.ID(), FormatMember(m))
 	}
 }
 
@@ -311,24 +275,24 @@ func ExampleWorker() {
 // ownerless; T1 goes back to the warm S1-b, and no task is lost.
 func TestWorkerCrashRejoinWithAssign(t *testing.T) {
 	a, err := New([]Task{{"T1", true}, {"T2", true}, {"T3", true}, {"T4", true}}, Options{})
-	must(t, err)
+	require.NoError(t, err)
 	s2 := joined(t, RejoinStable, Assignment{MemberID: "S2", Assigned: []string{"T3", "T4"}})
 	s1b := NewWorker("S1-b", RejoinStable)
 	s1b.SetLag("T1", 40)
-	yes(t, s1b.ShouldRejoin(t0), "restarted worker ShouldRejoin")
+	assert.True(t, s1b.ShouldRejoin(t0), "restarted worker ShouldRejoin")
 	as, err := a.Assign([]MemberMetadata{s2.Join(), s1b.Join()})
-	must(t, err)
+	require.NoError(t, err)
 	owners := map[string]string{}
 	for _, x := range as {
 		for _, id := range x.Assigned {
 			owners[id] = x.MemberID
 		}
 	}
-	same(t, 4, len(owners), "tasks with an owner after the crash:\n", FormatAssignments(as))
-	same(t, "S1-b", owners["T1"], "owner of T1, whose state S1-b found on disk:\n", FormatAssignments(as))
+	assert.Len(t, owners, 4, "tasks with an owner after the crash:\n%s", FormatAssignments(as))
+	assert.Equal(t, "S1-b", owners["T1"], "owner of T1, whose state S1-b found on disk:\n%s", FormatAssignments(as))
 	i := slices.IndexFunc(as, func(x Assignment) bool { return x.MemberID == "S1-b" })
 	c, err := s1b.Apply(as[i])
-	must(t, err)
-	yes(t, slices.Contains(c.StartActive, "T1"), fmt.Sprintf("S1-b's changes %+v start T1", c))
-	same(t, MemberMetadata{ID: "S1-b", Assigned: as[i].Assigned}, s1b.Join(), "S1-b reports no lag for a task it runs")
+	require.NoError(t, err)
+	assert.Contains(t, c.StartActive, "T1", "S1-b's changes %+v start T1", c)
+	assert.Equal(t, MemberMetadata{ID: "S1-b", Assigned: as[i].Assigned}, s1b.Join(), "S1-b reports no lag for a task it runs")
 }

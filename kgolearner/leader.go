@@ -154,18 +154,21 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 // first role in the order assigned, revoked, learning, standby, and Ready
 // keeps only learner tasks.
 func disjoint(m learner.MemberMetadata) learner.MemberMetadata {
-	seen := make(map[string]bool, len(m.Assigned)+len(m.Revoked)+len(m.Learning)+len(m.Standby))
-	keep := func(ids []string) []string {
-		var out []string
-		for _, id := range ids {
-			if !seen[id] {
-				seen[id] = true
-				out = append(out, id)
+	if cs := learner.RoleConflicts(m.Assigned, m.Revoked, m.Learning, m.Standby); len(cs) > 0 {
+		// cs is in list order: one pass per list drops its repeats.
+		k := 0
+		for i, l := range [...]*[]string{&m.Assigned, &m.Revoked, &m.Learning, &m.Standby} {
+			var kept []string
+			for at, id := range *l {
+				if k < len(cs) && cs[k].List == i && cs[k].At == at {
+					k++
+					continue
+				}
+				kept = append(kept, id)
 			}
+			*l = kept
 		}
-		return out
 	}
-	m.Assigned, m.Revoked, m.Learning, m.Standby = keep(m.Assigned), keep(m.Revoked), keep(m.Learning), keep(m.Standby)
 	m.Ready = slices.DeleteFunc(slices.Clone(m.Ready), func(id string) bool { return !slices.Contains(m.Learning, id) })
 	return m
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 // This file is the discrete-event engine every strategy shares: the group's
@@ -332,8 +333,8 @@ func (e *engine) finishRebalance(r Round, group []*member, leader *member) {
 			return
 		}
 		r.Assignments, r.Withheld = as, withheld
-		if err := checkRound(e.tasks, r); err != nil {
-			e.fail("%v", err)
+		if vs := checkRound(e.tasks, e.strat, r); len(vs) > 0 {
+			e.fail("round breaks rules:\n%s", learnertest.FormatViolations(vs))
 			return
 		}
 		e.res.Rounds = append(e.res.Rounds, r)

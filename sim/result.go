@@ -20,10 +20,10 @@ package sim
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 // Strategy is a rebalancing strategy the simulator compares.
@@ -181,50 +181,13 @@ func RunAll(sc *Scenario) ([]*Result, error) {
 	return rs, nil
 }
 
-// checkRound checks the core invariants on one round's assignments: one
-// assignment per member that joined; every task active on exactly one member
-// (withheld tasks on none); no task in two roles on one member; learned
-// tasks among the member's active ones.
-func checkRound(tasks []learner.Task, r Round) error {
-	if len(r.Assignments) != len(r.Joins) {
-		return fmt.Errorf("%d assignments for %d members", len(r.Assignments), len(r.Joins))
+// checkRound judges one round by the rules every test of the library uses
+// (learnertest). A learner strategy's round is Assign's output as it came,
+// so every rule of learnertest.Check applies; the sticky strategies model
+// other assignors, which keep only learnertest.CheckRound's.
+func checkRound(tasks []learner.Task, strat strategy, r Round) []learnertest.Violation {
+	if s, ok := strat.(*learnerStrategy); ok {
+		return learnertest.Check(tasks, s.assignor.Options(), r.Joins, r.Assignments)
 	}
-	for _, j := range r.Joins {
-		if !slices.ContainsFunc(r.Assignments, func(a learner.Assignment) bool { return a.MemberID == j.ID }) {
-			return fmt.Errorf("no assignment for member %s", j.ID)
-		}
-	}
-	owners := map[string][]string{}
-	for _, a := range r.Assignments {
-		roles := map[string]string{}
-		for _, l := range []struct {
-			name string
-			ids  []string
-		}{{"assigned", a.Assigned}, {"learning", a.Learning}, {"standby", a.Standby}} {
-			for _, id := range l.ids {
-				if prev, dup := roles[id]; dup {
-					return fmt.Errorf("member %s holds %s as %s and %s", a.MemberID, id, prev, l.name)
-				}
-				roles[id] = l.name
-			}
-		}
-		for _, id := range a.Learned {
-			if roles[id] != "assigned" {
-				return fmt.Errorf("member %s: learned %s is not assigned to it", a.MemberID, id)
-			}
-		}
-		for _, id := range a.Assigned {
-			owners[id] = append(owners[id], a.MemberID)
-		}
-	}
-	for _, t := range tasks {
-		want := 1
-		if slices.Contains(r.Withheld, t.ID) || len(r.Assignments) == 0 {
-			want = 0
-		}
-		if got := owners[t.ID]; len(got) != want {
-			return fmt.Errorf("task %s active on %v, want %d owner(s)", t.ID, got, want)
-		}
-	}
-	return nil
+	return learnertest.CheckRound(tasks, r.Joins, r.Assignments, r.Withheld)
 }

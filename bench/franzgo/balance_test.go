@@ -10,7 +10,10 @@ import (
 
 	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/internal/cputime"
+	"github.com/learnerassignor/learner/learnertest"
 	"github.com/learnerassignor/learner/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -238,9 +241,7 @@ func BenchmarkBalance(b *testing.B) {
 				}
 				b.Run(name+bal, func(b *testing.B) {
 					a, c, joins, err := newGroup(m, tasks, topics, ev, hashed).learnerJoins()
-					if err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, err)
 					members := make([]learner.MemberMetadata, len(joins))
 					cputime.Loop(b, func() error {
 						_, err := learnerBalance(a, c, joins, members)
@@ -263,10 +264,12 @@ func BenchmarkBalance(b *testing.B) {
 }
 
 // TestSameProblem checks that every assignor solves each benchmark's
-// rebalance: each partition on one staying member, the staying members
-// balanced, and nothing moved when the group was already balanced. The
-// cooperative balancer withholds the partitions it moves for one more
-// rebalance, so it only has to place no partition twice.
+// rebalance: the rules every round keeps (learnertest.CheckRound: each
+// partition on one member, one assignment per member), nothing on leaving
+// members, the staying members balanced, and nothing moved when the group
+// was already balanced. The learner's answer must also keep every rule of
+// learnertest.Check. The cooperative balancer withholds the partitions it
+// moves for one more rebalance, so it only has to place no partition twice.
 func TestSameProblem(t *testing.T) {
 	const m, tasks = 100, 10_000
 	for _, topics := range topicShapes {
@@ -274,17 +277,19 @@ func TestSameProblem(t *testing.T) {
 			for _, hashed := range []bool{false, true} {
 				g := newGroup(m, tasks, topics, ev, hashed)
 				name := fmt.Sprintf("topics=%d/%s/hashed=%v", topics, ev, hashed)
+				a, members, err := g.learner()
+				require.NoError(t, err, "learner setup")
 				t.Run(name+"/learner", func(t *testing.T) { checkLearner(t, g, ev) })
 				if hashed {
 					continue // franz-go never sees the learner's task IDs
 				}
+				// Kafka has no "leaving soon": leaving members have left the group.
+				joined := slices.DeleteFunc(slices.Clone(members), func(mm learner.MemberMetadata) bool { return mm.Leaving })
 				for _, bal := range balancers {
 					t.Run(name+"/"+bal.name, func(t *testing.T) {
 						plan, err := kafkaBalance(bal.new(), g.kafkaMembers(bal.new()), g.counts)
-						if err != nil {
-							t.Fatalf("%s balance(%s) error: %v", bal.name, ev, err)
-						}
-						checkPlan(t, g, ev, plan, !bal.new().IsCooperative())
+						require.NoError(t, err, "%s balance(%s)", bal.name, ev)
+						checkPlan(t, g, ev, a.Tasks(), joined, plan, !bal.new().IsCooperative())
 					})
 				}
 			}
@@ -293,16 +298,15 @@ func TestSameProblem(t *testing.T) {
 }
 
 // checkLearner runs the learner leader's timed path on g (decoding every
-// member's wire report, then Assign) and checks its plan.
+// member's wire report, then Assign) and checks its answer.
 func checkLearner(t *testing.T, g group, ev event) {
 	a, c, joins, err := g.learnerJoins()
-	if err != nil {
-		t.Fatalf("learner setup: %v", err)
-	}
-	out, err := learnerBalance(a, c, joins, make([]learner.MemberMetadata, len(joins)))
-	if err != nil {
-		t.Fatalf("decode and Assign(%s) error: %v", ev, err)
-	}
+	require.NoError(t, err, "learner setup")
+	members := make([]learner.MemberMetadata, len(joins))
+	out, err := learnerBalance(a, c, joins, members)
+	require.NoError(t, err, "decode and Assign(%s)", ev)
+	vs := learnertest.Check(a.Tasks(), a.Options(), members, out)
+	require.Empty(t, vs, "Assign(%s) breaks rules:\n%s", ev, learnertest.FormatViolations(vs))
 	sep := "_"
 	if g.hashed {
 		sep = "-"
@@ -313,62 +317,68 @@ func checkLearner(t *testing.T, g group, ev event) {
 		for _, id := range as.Assigned {
 			topic, p, _ := strings.Cut(id, sep)
 			n, err := strconv.Atoi(p)
-			if _, ok := g.counts[topic]; !ok || err != nil {
-				t.Fatalf("Assign(%s): member %s gets task %q, not a partition of the group", ev, as.MemberID, id)
-			}
+			require.NoError(t, err, "Assign(%s): member %s gets task %q, not a partition of the group", ev, as.MemberID, id)
 			plan[as.MemberID][topic] = append(plan[as.MemberID][topic], int32(n))
 		}
-		if len(as.Learning)+len(as.Learned)+len(as.Standby) > 0 {
-			t.Errorf("Assign(%s): member %s has learners, learned or standby tasks, want none for stateless tasks", ev, as.MemberID)
-		}
+		assert.Empty(t, slices.Concat(as.Learning, as.Learned, as.Standby),
+			"Assign(%s): member %s has learners, learned or standby tasks, want none for stateless tasks", ev, as.MemberID)
 	}
-	checkPlan(t, g, ev, plan, true)
+	checkPlan(t, g, ev, a.Tasks(), members, plan, true)
 }
 
 // checkPlan checks one assignor's plan (member -> topic -> partitions) for
-// the group after the event; complete says whether every partition must be
-// placed now.
-func checkPlan(t *testing.T, g group, ev event, plan map[string]map[string][]int32, complete bool) {
+// the group after the event, whose members joined reporting joins; complete
+// says whether every partition must be placed now (otherwise the ones left
+// out count as withheld).
+func checkPlan(t *testing.T, g group, ev event, tasks []learner.Task, joins []learner.MemberMetadata, plan map[string]map[string][]int32, complete bool) {
 	t.Helper()
-	placed := map[string]string{} // "topic_partition" -> member
-	lo, hi := int(^uint(0)>>1), 0
-	for _, mem := range g.members {
-		n := 0
-		for topic, ps := range plan[mem.id] {
+	var out []learner.Assignment
+	placed := map[string]bool{}
+	for _, j := range joins {
+		a := learner.Assignment{MemberID: j.ID}
+		for topic, ps := range plan[j.ID] {
 			for _, p := range ps {
-				id := g.taskID(topic, p)
-				if prev, dup := placed[id]; dup {
-					t.Fatalf("partition %s placed on %s and %s", id, prev, mem.id)
-				}
-				placed[id] = mem.id
-				n++
+				a.Assigned = append(a.Assigned, g.taskID(topic, p))
+				placed[g.taskID(topic, p)] = true
 			}
 		}
+		out = append(out, a)
+	}
+	for id := range plan {
+		if !slices.ContainsFunc(joins, func(m learner.MemberMetadata) bool { return m.ID == id }) {
+			out = append(out, learner.Assignment{MemberID: id}) // CheckRound reports it
+		}
+	}
+	var withheld []string
+	for _, task := range tasks {
+		if !complete && !placed[task.ID] {
+			withheld = append(withheld, task.ID)
+		}
+	}
+	vs := learnertest.CheckRound(tasks, joins, out, withheld)
+	require.Empty(t, vs, "%s: the plan breaks rules:\n%s", ev, learnertest.FormatViolations(vs))
+
+	owned := map[string]map[string][]int32{} // what the members report owning
+	lo, hi := int(^uint(0)>>1), 0
+	for _, mem := range g.members {
+		owned[mem.id] = mem.owned
+		n := 0
+		for _, ps := range plan[mem.id] {
+			n += len(ps)
+		}
 		if mem.leaving {
-			if n > 0 {
-				t.Errorf("leaving member %s keeps %d partitions, want 0", mem.id, n)
-			}
+			assert.Zero(t, n, "leaving member %s keeps %d partitions, want 0", mem.id, n)
 			continue
 		}
 		lo, hi = min(lo, n), max(hi, n)
 		if ev == stable {
-			for topic, ps := range mem.owned {
-				if got := plan[mem.id][topic]; !slices.Equal(slices.Sorted(slices.Values(got)), ps) {
-					t.Fatalf("stable group: member %s topic %s gets %v, want %v unchanged", mem.id, topic, got, ps)
-				}
+			for topic, ps := range owned[mem.id] {
+				got := slices.Sorted(slices.Values(plan[mem.id][topic]))
+				require.Equal(t, ps, got, "stable group: member %s topic %s changed", mem.id, topic)
 			}
 		}
 	}
-	total := 0
-	for _, n := range g.counts {
-		total += int(n)
-	}
 	if complete {
-		if len(placed) != total {
-			t.Errorf("%d of %d partitions placed, want all", len(placed), total)
-		}
-		if hi-lo > 1 {
-			t.Errorf("staying members hold %d to %d partitions, want balanced", lo, hi)
-		}
+		assert.LessOrEqual(t, hi-lo, 1, "staying members hold %d to %d partitions, want balanced", lo, hi)
 	}
 }

@@ -6,6 +6,7 @@ replace github.com/learnerassignor/learner => ../..
 
 require (
 	github.com/learnerassignor/learner v0.0.0-00010101000000-000000000000
+	github.com/stretchr/testify v1.12.1
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 )
@@ -13,4 +14,5 @@ require (
 require (
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
@@ -34,20 +37,18 @@ S5(assigned: [T3], revoked: [], learning: [])
 
 func TestAssignFromStdin(t *testing.T) {
 	code, out, errOut := runCLI(t, pastedRound, "assign")
-	if code != 0 || out != pastedOutput || errOut != "" {
-		t.Errorf("learner assign = %d, %q, %q; want 0, %q, \"\"", code, out, errOut, pastedOutput)
-	}
+	assert.Zero(t, code, "learner assign: exit code")
+	assert.Equal(t, pastedOutput, out, "learner assign: stdout")
+	assert.Empty(t, errOut, "learner assign: stderr")
 }
 
 func TestAssignFromFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "round.txt")
-	if err := os.WriteFile(file, []byte(pastedRound), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(file, []byte(pastedRound), 0o644))
 	code, out, errOut := runCLI(t, "", "assign", file)
-	if code != 0 || out != pastedOutput || errOut != "" {
-		t.Errorf("learner assign %s = %d, %q, %q; want 0, %q, \"\"", file, code, out, errOut, pastedOutput)
-	}
+	assert.Zero(t, code, "learner assign FILE: exit code")
+	assert.Equal(t, pastedOutput, out, "learner assign FILE: stdout")
+	assert.Empty(t, errOut, "learner assign FILE: stderr")
 }
 
 func TestAssignErrors(t *testing.T) {
@@ -68,10 +69,9 @@ func TestAssignErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, tc.stdin, tc.args...)
-			if code != tc.code || out != "" || !strings.Contains(errOut, tc.stderr) {
-				t.Errorf("learner %v = %d, stdout %q, stderr %q; want %d, no stdout, stderr containing %q",
-					tc.args, code, out, errOut, tc.code, tc.stderr)
-			}
+			assert.Equal(t, tc.code, code, "learner %v: exit code", tc.args)
+			assert.Empty(t, out, "learner %v: stdout", tc.args)
+			assert.Contains(t, errOut, tc.stderr, "learner %v: stderr", tc.args)
 		})
 	}
 }

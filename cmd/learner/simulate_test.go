@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func simulate(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -17,13 +20,10 @@ func simulate(t *testing.T, args ...string) (stdout, stderr string, code int) {
 
 func TestSimulateDefault(t *testing.T) {
 	out, errs, code := simulate(t)
-	if code != 0 || errs != "" {
-		t.Fatalf("learner simulate: exit %d, stderr %q", code, errs)
-	}
+	require.Zero(t, code, "learner simulate: exit code; stderr %q", errs)
+	require.Empty(t, errs, "learner simulate: stderr")
 	for _, want := range []string{"96 tasks (16 stateless), 8 members at start", "downtime", "learner (stable)", "learner (eager)", "stop-the-world", "cooperative", "warm-up+probing"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("learner simulate output lacks %q:\n%s", want, out)
-		}
+		assert.Contains(t, out, want, "learner simulate: stdout")
 	}
 }
 
@@ -32,26 +32,19 @@ func TestSimulateDefault(t *testing.T) {
 // same table.
 func TestSimulatePrintedScenario(t *testing.T) {
 	text, _, code := simulate(t, "-print-scenario", "-members", "6", "-tasks", "20", "-stateless", "4")
-	if code != 0 {
-		t.Fatalf("-print-scenario: exit %d", code)
-	}
+	require.Zero(t, code, "-print-scenario: exit code")
 	file := filepath.Join(t.TempDir(), "scenario.txt")
-	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(file, []byte(text), 0o644))
 	want, _, _ := simulate(t, "-members", "6", "-tasks", "20", "-stateless", "4")
 	got, errs, code := simulate(t, "-scenario", file)
-	if code != 0 || got != want {
-		t.Errorf("-scenario of the printed default: exit %d, stderr %q, output\n%s\nwant\n%s", code, errs, got, want)
-	}
+	assert.Zero(t, code, "-scenario of the printed default: exit code; stderr %q", errs)
+	assert.Equal(t, want, got, "-scenario of the printed default: output, want the default's")
 }
 
 func TestSimulateVerboseAndSVG(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "timeline.svg")
 	out, errs, code := simulate(t, "-members", "4", "-tasks", "6", "-stateless", "1", "-v", "-svg", svg)
-	if code != 0 {
-		t.Fatalf("exit %d, stderr %q", code, errs)
-	}
+	require.Zero(t, code, "learner simulate -v -svg: exit code; stderr %q", errs)
 	for _, want := range []string{
 		"== learner (stable)\n",
 		"\n#Rebalance 1 at 1m0s (S3 joins), leader S1\n",
@@ -59,25 +52,18 @@ func TestSimulateVerboseAndSVG(t *testing.T) {
 		"S1 performs task assignments at 1m3s:\n",
 		"Withheld for the follow-up rebalance: ",
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("-v output lacks %q:\n%s", want, out)
-		}
+		assert.Contains(t, out, want, "-v output")
 	}
 	b, err := os.ReadFile(svg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.HasPrefix(b, []byte("<svg ")) || !bytes.HasSuffix(b, []byte("</svg>\n")) || !bytes.Contains(b, []byte(">S4</text>")) {
-		t.Errorf("-svg wrote no complete picture with a row for S4:\n%.300s", b)
-	}
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(b, []byte("<svg ")) && bytes.HasSuffix(b, []byte("</svg>\n")) && bytes.Contains(b, []byte(">S4</text>")),
+		"-svg wrote no complete picture with a row for S4:\n%.300s", b)
 }
 
 func TestSimulateBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.txt")
-	if err := os.WriteFile(bad, []byte("duration 1h\ntasks T1 size 5\nmembers S1\nat 1m fly S1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(bad, []byte("duration 1h\ntasks T1 size 5\nmembers S1\nat 1m fly S1\n"), 0o644))
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -92,8 +78,8 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
 		out, errs, code := simulate(t, tc.args...)
-		if code != 2 || out != "" || !strings.Contains(errs, tc.want) {
-			t.Errorf("learner simulate %v: exit %d, stdout %q, stderr %q; want exit 2, no output, stderr containing %q", tc.args, code, out, errs, tc.want)
-		}
+		assert.Equal(t, 2, code, "learner simulate %v: exit code", tc.args)
+		assert.Empty(t, out, "learner simulate %v: stdout", tc.args)
+		assert.Contains(t, errs, tc.want, "learner simulate %v: stderr", tc.args)
 	}
 }

@@ -1,101 +1,34 @@
-package learner
+package learnertest
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
+
+	"github.com/learnerassignor/learner"
 )
 
-// This file is the one place that states the assignor's invariants as code.
-// checkOutput judges one Assign call from its input and output alone; it
-// knows nothing of how Assign works, so every test (golden scenarios,
-// generated groups, histories, fuzzing, mutations) shares one definition of
-// "correct". checkAssign adds the rules that need more calls to Assign:
-// determinism, permutation invariance, no mutation of the input, and that
-// a balanced stage is a fixed point.
-//
-// Every violation names a rule, the member and the task, so a failing test
-// says what broke. The rules (issue 2 and 3):
-//
-//	shape         one Assignment per member in natural ID order; lists hold
-//	              topology tasks (Revoked may also hold unknown ones), in
-//	              topology order, without repeats; Learned ⊆ Assigned
-//	one-owner     every topology task is active on exactly one member
-//	              (whenever there is a member)
-//	held-twice    no member holds a task in two of active/learning/standby
-//	one-learner   at most one learner per task, only for stateful tasks,
-//	              only on staying members, and a task has a learner exactly
-//	              when its owner's Learned lists it
-//	leaving-gains a leaving member gains no active, learning or standby
-//	              task, except that with no staying member at all an orphan
-//	              still needs an owner
-//	hand-over     with a staying member and no learner budget, a leaving
-//	              member keeps no stateless task and every stateful task it
-//	              keeps has a learner; a new learner of its task is the
-//	              member with the most of the task's state, if any has some
-//	              (smallest reported lag, then a standby)
-//	keep-learner  a not-ready learner of a staying member is kept, or its
-//	              task is now active there
-//	promote       a ready learner of a staying member owns its task
-//	              (keep-learner and promote exempt tasks that several
-//	              members reported learning, and stateless tasks, which
-//	              move at once anyway)
-//	stateful-move a stateful task with an owner in the input stays with that
-//	              owner (the best claim: assigned beats revoked, staying
-//	              beats leaving, then natural ID order) or goes to a ready
-//	              learner of it; it never jumps to a third member
-//	revoked       Revoked is exactly what the member held (Assigned or
-//	              Revoked at join, unknown tasks included) minus its new
-//	              Assigned
-//	orphan        a task nobody held goes to one of its learners if it has
-//	              an eligible one, else to the eligible member with the
-//	              most of its state (smallest reported lag, then a
-//	              standby) if any has some
-//	standby       each stateful task has min(Standbys, eligible) standbys,
-//	              on staying members other than its owner and learner;
-//	              stateless tasks have none
-//	racks         where every staying member has a rack, a task's copies
-//	              (planned owner and standbys) are not all in one rack while
-//	              a member in another rack has room for a standby
-//	budget        with MaxLearners = N, the group holds more than N
-//	              learners only if none of them is new
-//	band          each staying member's planned load within 0.5x-2x of its
-//	              expected load, where the band is meaningful (see bandApplies)
-//	balanced      an output without learners is balanced (imbalance), where
-//	              Assign was free to move every task (freeToBalance)
-//
-// checkAssign adds the rules that need more calls (see there).
-
-// violation is one broken rule.
-type violation struct {
-	rule, member, task, detail string
+// Violation is one broken rule.
+type Violation struct {
+	// Rule names the rule (see the package documentation).
+	Rule string
+	// Member and Task are the member and the task it concerns, "" for none.
+	Member, Task string
+	// Detail says what happened.
+	Detail string
 }
 
-func (v violation) String() string {
-	return fmt.Sprintf("%s: member %q, task %q: %s", v.rule, v.member, v.task, v.detail)
-}
-
-// checkInvariants is the entry point the golden scenarios call: every
-// violation of the rules above, or nil.
-func checkInvariants(a *Assignor, in []MemberMetadata, out []Assignment) []string {
-	return violationStrings(checkOutput(a.Tasks(), a.Options(), in, out))
-}
-
-func violationStrings(vs []violation) []string {
-	var s []string
-	for _, v := range vs {
-		s = append(s, v.String())
-	}
-	return s
+// String formats v as "rule: member \"S1\", task \"T1\": detail".
+func (v Violation) String() string {
+	return fmt.Sprintf("%s: member %q, task %q: %s", v.Rule, v.Member, v.Task, v.Detail)
 }
 
 // inputView is the checker's own reading of the members' reports, by member
 // position in natural ID order and by task index.
 type inputView struct {
-	tasks   []Task
-	opts    Options
+	tasks   []learner.Task
+	opts    learner.Options
 	taskIdx map[string]int
-	members []MemberMetadata // natural ID order
+	members []learner.MemberMetadata // natural ID order
 	staying int
 
 	held     []map[string]bool // Assigned ∪ Revoked, unknown tasks included
@@ -121,13 +54,13 @@ func claimClass(assigned, leaving bool) int {
 	return c
 }
 
-func newInputView(tasks []Task, opts Options, in []MemberMetadata) *inputView {
+func newInputView(tasks []learner.Task, opts learner.Options, in []learner.MemberMetadata) *inputView {
 	v := &inputView{tasks: tasks, opts: opts, taskIdx: map[string]int{}}
 	for i, t := range tasks {
 		v.taskIdx[t.ID] = i
 	}
 	v.members = slices.Clone(in)
-	slices.SortFunc(v.members, func(a, b MemberMetadata) int { return compareIDs(a.ID, b.ID) })
+	slices.SortFunc(v.members, func(a, b learner.MemberMetadata) int { return learner.CompareIDs(a.ID, b.ID) })
 	nt := len(tasks)
 	v.owner = make([]int, nt)
 	class := make([]int, nt)
@@ -221,8 +154,11 @@ type outputView struct {
 	learned           []map[int]bool
 }
 
-// checkOutput returns every rule out broke for the input in.
-func checkOutput(tasks []Task, opts Options, in []MemberMetadata, out []Assignment) []violation {
+// Check returns every rule of the package documentation that out, Assign's
+// answer to the members' reports in, breaks for an Assignor built with tasks
+// and opts; nil when out keeps them all. It judges the output from the input
+// alone, knowing nothing of how Assign works.
+func Check(tasks []learner.Task, opts learner.Options, in []learner.MemberMetadata, out []learner.Assignment) []Violation {
 	v := newInputView(tasks, opts, in)
 	c := &checker{in: v}
 	c.shape(out)
@@ -263,17 +199,17 @@ func freeToBalance(v *inputView) bool {
 
 type checker struct {
 	in *inputView
-	vs []violation
+	vs []Violation
 }
 
 func (c *checker) add(rule, member, task, format string, args ...any) {
-	c.vs = append(c.vs, violation{rule, member, task, fmt.Sprintf(format, args...)})
+	c.vs = append(c.vs, Violation{rule, member, task, fmt.Sprintf(format, args...)})
 }
 
 func (c *checker) memberID(m int) string { return c.in.members[m].ID }
 
 // shape checks the form of the output.
-func (c *checker) shape(out []Assignment) {
+func (c *checker) shape(out []learner.Assignment) {
 	v := c.in
 	if len(out) != len(v.members) {
 		c.add("shape", "", "", "%d assignments for %d members", len(out), len(v.members))
@@ -284,40 +220,65 @@ func (c *checker) shape(out []Assignment) {
 			c.add("shape", a.MemberID, "", "assignment %d is for %q, want %q (natural ID order)", m, a.MemberID, v.members[m].ID)
 			continue
 		}
-		lists := []struct {
-			name    string
-			ids     []string
-			unknown bool
-		}{
-			{"assigned", a.Assigned, false}, {"revoked", a.Revoked, true},
-			{"learning", a.Learning, false}, {"learned", a.Learned, false}, {"standby", a.Standby, false},
-		}
-		for _, l := range lists {
-			seen := map[string]bool{}
+		c.lists(a)
+		for _, l := range []struct {
+			name string
+			ids  []string
+		}{{"assigned", a.Assigned}, {"revoked", a.Revoked}, {"learning", a.Learning}, {"learned", a.Learned}, {"standby", a.Standby}} {
 			last := -1
 			for _, id := range l.ids {
-				if seen[id] {
-					c.add("shape", a.MemberID, id, "listed twice in %s", l.name)
-				}
-				seen[id] = true
-				t, ok := v.taskIdx[id]
-				if !ok {
-					if !l.unknown {
-						c.add("shape", a.MemberID, id, "%s holds a task the topology does not have", l.name)
+				if t, ok := v.taskIdx[id]; ok {
+					if t < last {
+						c.add("shape", a.MemberID, id, "%s not in topology order", l.name)
 					}
-					continue
+					last = t
 				}
-				if t < last {
-					c.add("shape", a.MemberID, id, "%s not in topology order", l.name)
-				}
-				last = t
 			}
 		}
 	}
 }
 
-// index builds the per-task view of out, reporting tasks held twice.
-func (c *checker) index(out []Assignment) *outputView {
+// lists checks what every assignment's lists must be, whoever computed it
+// (shape, held-twice): topology tasks only, except that Revoked may hold
+// tasks the topology no longer has; no task listed twice; one role per task
+// (learner.RoleConflicts); Learned ⊆ Assigned.
+func (c *checker) lists(a learner.Assignment) {
+	roles := [...]string{"assigned", "learning", "standby"}
+	for _, rc := range learner.RoleConflicts(a.Assigned, a.Learning, a.Standby) {
+		if rc.List == rc.First {
+			c.add("shape", a.MemberID, rc.Task, "listed twice in %s", roles[rc.List])
+		} else {
+			c.add("held-twice", a.MemberID, rc.Task, "in both %s and %s", roles[rc.First], roles[rc.List])
+		}
+	}
+	for _, l := range []struct {
+		name string
+		ids  []string
+	}{{"revoked", a.Revoked}, {"learned", a.Learned}} {
+		for _, rc := range learner.RoleConflicts(l.ids) {
+			c.add("shape", a.MemberID, rc.Task, "listed twice in %s", l.name)
+		}
+	}
+	for _, l := range []struct {
+		name string
+		ids  []string
+	}{{"assigned", a.Assigned}, {"learning", a.Learning}, {"learned", a.Learned}, {"standby", a.Standby}} {
+		for _, id := range l.ids {
+			if _, ok := c.in.taskIdx[id]; !ok {
+				c.add("shape", a.MemberID, id, "%s holds a task the topology does not have", l.name)
+			}
+		}
+	}
+	for _, id := range a.Learned {
+		if !slices.Contains(a.Assigned, id) {
+			c.add("shape", a.MemberID, id, "learned but not assigned")
+		}
+	}
+}
+
+// index builds the per-task view of out, reporting tasks active or learned
+// on two members.
+func (c *checker) index(out []learner.Assignment) *outputView {
 	v := c.in
 	nt := len(v.tasks)
 	o := &outputView{owner: make([]int, nt), learner: make([]int, nt), standbys: make([][]int, nt)}
@@ -359,17 +320,6 @@ func (c *checker) index(out []Assignment) *outputView {
 		o.learning = append(o.learning, ls)
 		o.standby = append(o.standby, ss)
 		o.learned = append(o.learned, set(a.Learned))
-		for t := range nt {
-			n := 0
-			for _, s := range []map[int]bool{as, ls, ss} {
-				if s[t] {
-					n++
-				}
-			}
-			if n > 1 {
-				c.add("held-twice", a.MemberID, v.tasks[t].ID, "in %d of assigned/learning/standby", n)
-			}
-		}
 		for _, t := range sortedKeys(as) {
 			if o.owner[t] >= 0 {
 				c.add("one-owner", a.MemberID, v.tasks[t].ID, "active on both %s and %s", c.memberID(o.owner[t]), a.MemberID)
@@ -401,7 +351,7 @@ func sortedKeys(s map[int]bool) []int {
 }
 
 // tasksRules checks the rules about one task at a time.
-func (c *checker) tasksRules(out []Assignment, o *outputView) {
+func (c *checker) tasksRules(out []learner.Assignment, o *outputView) {
 	v := c.in
 	for t, task := range v.tasks {
 		id := task.ID
@@ -588,7 +538,7 @@ func (c *checker) racks(t int, o *outputView) {
 // it: for staying members, their share of all standbys by capacity, rounded
 // so that the quotas add up to the total (largest remainders first, then ID
 // order); 0 for leaving members. members are in natural ID order.
-func standbyQuotas(members []MemberMetadata, standbys int64) []int64 {
+func standbyQuotas(members []learner.MemberMetadata, standbys int64) []int64 {
 	quota := make([]int64, len(members))
 	var capTotal int64
 	var staying []int
@@ -614,7 +564,7 @@ func standbyQuotas(members []MemberMetadata, standbys int64) []int64 {
 	return quota
 }
 
-// budget checks Options.MaxLearners.
+// budget checks learner.Options.MaxLearners.
 func (c *checker) budget(o *outputView) {
 	v := c.in
 	n := v.opts.MaxLearners
@@ -637,7 +587,7 @@ func (c *checker) budget(o *outputView) {
 }
 
 // memberRules checks the rules about one member at a time.
-func (c *checker) memberRules(out []Assignment, o *outputView) {
+func (c *checker) memberRules(out []learner.Assignment, o *outputView) {
 	v := c.in
 	for m, a := range out {
 		mm := v.members[m]
@@ -697,13 +647,13 @@ func (c *checker) memberRules(out []Assignment, o *outputView) {
 
 // plannedLoad is what a member will run once its learners finish, plus its
 // standbys: active tasks not learned away, learners and standbys.
-func plannedLoad(a Assignment) int {
+func plannedLoad(a learner.Assignment) int {
 	return len(a.Assigned) - len(a.Learned) + len(a.Learning) + len(a.Standby)
 }
 
 // band checks the 0.5x-2x band of the design's standby section where it is
 // meaningful (bandApplies).
-func (c *checker) band(out []Assignment, o *outputView) {
+func (c *checker) band(out []learner.Assignment, o *outputView) {
 	v := c.in
 	if !bandApplies(v, out) {
 		return
@@ -739,7 +689,7 @@ const minBandExpected = 2
 //   - every staying member's expected load is at least minBandExpected.
 //
 // The band itself is rounded outward to whole tasks (see outputView).
-func bandApplies(v *inputView, out []Assignment) bool {
+func bandApplies(v *inputView, out []learner.Assignment) bool {
 	if hasLearners(out) || !freeToBalance(v) || v.staying < v.opts.Standbys+2 {
 		return false
 	}
@@ -756,7 +706,7 @@ func bandApplies(v *inputView, out []Assignment) bool {
 		}
 		maxCap = max(maxCap, cp)
 	}
-	racks := slices.ContainsFunc(v.members, func(m MemberMetadata) bool { return m.Rack != "" })
+	racks := slices.ContainsFunc(v.members, func(m learner.MemberMetadata) bool { return m.Rack != "" })
 	if v.opts.Standbys > 0 && (minCap != maxCap || racks) {
 		return false
 	}
@@ -768,8 +718,8 @@ func bandApplies(v *inputView, out []Assignment) bool {
 // lowers the sum over members of load²/capacity, i.e. for every pair h, l:
 // (2·load(h)−1)/cap(h) <= (2·load(l)+1)/cap(l). With equal capacities this
 // is "loads differ by at most one".
-func imbalance(in []MemberMetadata, out []Assignment) string {
-	v := newInputView(nil, Options{}, in)
+func imbalance(in []learner.MemberMetadata, out []learner.Assignment) string {
+	v := newInputView(nil, learner.Options{}, in)
 	for h, a := range out {
 		for l, b := range out {
 			if v.members[h].Leaving || v.members[l].Leaving {
@@ -785,123 +735,9 @@ func imbalance(in []MemberMetadata, out []Assignment) string {
 	return ""
 }
 
-func capacityOf(m MemberMetadata) int64 {
+func capacityOf(m learner.MemberMetadata) int64 {
 	if m.Capacity <= 0 {
 		return 1
 	}
 	return int64(m.Capacity)
-}
-
-// assignFunc is Assign as a function value, so that tests can check a
-// deliberately broken assignor with the same code (mutation_test.go).
-type assignFunc func([]MemberMetadata) ([]Assignment, error)
-
-// checkAssign runs Assign on in and checks everything: the output rules
-// (checkOutput), and
-//
-//	error          valid input is never refused
-//	mutated        in is deep-equal before and after
-//	deterministic  a second call gives identical output
-//	permutation    so does a call on a shuffled copy (member order and
-//	               every list: a leader change)
-//	fixed-point    a learner-free, balanced output reported back by its
-//	               members (Assigned, Standby) is returned unchanged:
-//	               nothing revoked, no learners (rule 7's balanced stage)
-//
-// rng drives the shuffle.
-func checkAssign(a *Assignor, in []MemberMetadata, rng *rand.Rand) ([]Assignment, []violation) {
-	return checkAssignFunc(a.Tasks(), a.Options(), a.Assign, in, rng)
-}
-
-func checkAssignFunc(tasks []Task, opts Options, assign assignFunc, in []MemberMetadata, rng *rand.Rand) ([]Assignment, []violation) {
-	before := deepCopyMembers(in)
-	out, err := assign(in)
-	if err != nil {
-		return nil, []violation{{"error", "", "", err.Error()}}
-	}
-	vs := checkOutput(tasks, opts, in, out)
-	for i := range in {
-		if !sameMember(before[i], in[i]) {
-			vs = append(vs, violation{"mutated", in[i].ID, "", fmt.Sprintf("Assign changed its input: %+v, was %+v", in[i], before[i])})
-		}
-	}
-	again, err := assign(deepCopyMembers(before))
-	if err != nil || !sameAssignments(out, again) {
-		vs = append(vs, violation{"deterministic", "", "", fmt.Sprintf("second call differs (err %v)", err)})
-	}
-	perm, err := assign(shuffleMembers(before, rng))
-	if err != nil || !sameAssignments(out, perm) {
-		vs = append(vs, violation{"permutation", "", "", fmt.Sprintf("shuffled input gives different output (err %v):\n%swant:\n%s",
-			err, FormatAssignments(perm), FormatAssignments(out))})
-	}
-	if !hasLearners(out) && imbalance(before, out) == "" {
-		next, err := assign(reportBack(before, out))
-		for i := range next {
-			if b := next[i]; i >= len(out) || !sameAssignments([]Assignment{b}, []Assignment{{MemberID: b.MemberID, Assigned: out[i].Assigned, Standby: out[i].Standby}}) {
-				vs = append(vs, violation{"fixed-point", b.MemberID, "", fmt.Sprintf("Assign(its own stable output) = %s, want %s",
-					FormatAssignment(b), FormatAssignment(Assignment{MemberID: b.MemberID, Assigned: out[i].Assigned, Standby: out[i].Standby}))})
-			}
-		}
-		if err != nil {
-			vs = append(vs, violation{"fixed-point", "", "", "Assign(its own stable output): " + err.Error()})
-		}
-	}
-	return out, vs
-}
-
-// sameMember compares two reports field by field, nil and empty lists alike.
-func sameMember(a, b MemberMetadata) bool {
-	return a.ID == b.ID && a.Leaving == b.Leaving && a.Capacity == b.Capacity && a.Rack == b.Rack &&
-		slices.Equal(a.Assigned, b.Assigned) && slices.Equal(a.Revoked, b.Revoked) && slices.Equal(a.Learning, b.Learning) &&
-		slices.Equal(a.Ready, b.Ready) && slices.Equal(a.Standby, b.Standby) && slices.Equal(a.Lag, b.Lag)
-}
-
-func hasLearners(out []Assignment) bool {
-	return slices.ContainsFunc(out, func(a Assignment) bool { return len(a.Learning) > 0 })
-}
-
-// reportBack is what members report after applying a learner-free output:
-// they run Assigned, keep Standby, and nothing else.
-func reportBack(in []MemberMetadata, out []Assignment) []MemberMetadata {
-	byID := map[string]MemberMetadata{}
-	for _, m := range in {
-		byID[m.ID] = m
-	}
-	next := make([]MemberMetadata, len(out))
-	for i, a := range out {
-		m := byID[a.MemberID]
-		next[i] = MemberMetadata{ID: a.MemberID, Assigned: slices.Clone(a.Assigned), Standby: slices.Clone(a.Standby),
-			Leaving: m.Leaving, Capacity: m.Capacity, Rack: m.Rack}
-	}
-	return next
-}
-
-// shuffleMembers returns a deep copy of in with the members and every list
-// in a random order (a leader change sees the same reports in another order).
-func shuffleMembers(in []MemberMetadata, rng *rand.Rand) []MemberMetadata {
-	out := deepCopyMembers(in)
-	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	for i := range out {
-		m := &out[i]
-		for _, l := range [][]string{m.Assigned, m.Revoked, m.Learning, m.Ready, m.Standby} {
-			rng.Shuffle(len(l), func(i, j int) { l[i], l[j] = l[j], l[i] })
-		}
-		rng.Shuffle(len(m.Lag), func(i, j int) { m.Lag[i], m.Lag[j] = m.Lag[j], m.Lag[i] })
-	}
-	return out
-}
-
-// sameAssignments compares outputs, treating nil and empty lists alike.
-func sameAssignments(a, b []Assignment) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.MemberID != y.MemberID || !slices.Equal(x.Assigned, y.Assigned) || !slices.Equal(x.Revoked, y.Revoked) ||
-			!slices.Equal(x.Learning, y.Learning) || !slices.Equal(x.Learned, y.Learned) || !slices.Equal(x.Standby, y.Standby) {
-			return false
-		}
-	}
-	return true
 }
