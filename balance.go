@@ -176,11 +176,22 @@ func (g *group) balance() {
 	if !g.worthMoving(heaviest, p.recv.top()) {
 		return // balanced already: skip the per-task work below
 	}
+	// Only members worth moving from to today's lightest can ever give:
+	// the lightest receiver only gets heavier (a move makes the receiver
+	// heavier and leaves the donor above the old lightest), and a member
+	// that received stops at the lightest's level, so it never gives. Only
+	// they get movable lists and a place in the donor heap; the heap's top
+	// is the same as with every member in it whenever a move is worth it.
+	gives := make([]bool, len(g.load))
+	l0 := p.recv.top()
+	for m := range int32(len(g.load)) {
+		gives[m] = !g.leaving[m] && g.worthMoving(m, l0)
+	}
 	p.spread = g.newSpread()
-	p.shed = newShedder(g, &p.spread)
+	p.shed = newShedder(g, &p.spread, gives)
 	p.donors = newMemberHeap(len(g.load), p.heavier) // after spread: it breaks ties
 	for m := range int32(len(g.load)) {
-		if !g.leaving[m] {
+		if gives[m] {
 			p.donors.push(m)
 		}
 	}

@@ -13,8 +13,8 @@ import (
 // A cursor per segment only moves forward, so all picks of one Assign call
 // cost time linear in the tasks plus the segments looked at per move.
 
-// shedder is the part of a balancePlan that holds every staying member's
-// movable tasks.
+// shedder is the part of a balancePlan that holds the movable tasks of the
+// members that can give.
 type shedder struct {
 	*group
 	spread   *spread   // the plan's: cuts segments by subtopology and scores them
@@ -35,64 +35,63 @@ func (g *group) sheddable(t, o int32) bool {
 	return o != none && !g.leaving[o] && g.learner[t] == none && !g.fixed[t] && g.owner[t] == o
 }
 
-// newShedder lays out every staying member's movable tasks in segments,
-// in time linear in tasks plus members: a counting sort by member (stateless
-// tasks first, each kind in topology order), then one scan per member that
-// cuts a segment where the kind or, with spread on, the subtopology
-// changes. Subtopologies usually follow topology order; a member whose
-// tasks do not is sorted by subtopology.
-func newShedder(g *group, sp *spread) shedder {
+// newShedder lays out the movable tasks of the members for which gives is
+// true, in time linear in tasks plus members: one counting pass, then one
+// placement pass that puts each member's stateless tasks before its
+// stateful ones (each kind in topology order, a cursor per kind) and counts
+// the segments, then one scan per member that cuts a segment where the kind
+// or, with spread on, the subtopology changes. Subtopologies usually follow
+// topology order; a member whose tasks do not is sorted by subtopology.
+//
+// Only members that can ever give get a list (see balance): a member below
+// the average never gives, so its tasks are neither copied nor cut.
+func newShedder(g *group, sp *spread, gives []bool) shedder {
 	n := len(g.load)
 	start := make([]int32, n+1)
+	mid := make([]int32, n) // where m's stateful tasks start; first its stateless count
 	for t, o := range g.owner {
-		if g.sheddable(int32(t), o) {
+		if g.sheddable(int32(t), o) && gives[o] {
 			start[o+1]++
-		}
-	}
-	for m := range n {
-		start[m+1] += start[m]
-	}
-	s := shedder{group: g, spread: sp, movable: make([]int32, start[n])}
-	next := append([]int32(nil), start[:n]...)
-	for pass := range 2 {
-		wantStateful := pass == 1
-		for t, o := range g.owner {
-			if g.sheddable(int32(t), o) && g.tasks[t].Stateful == wantStateful {
-				s.movable[next[o]] = int32(t)
-				next[o]++
+			if !g.tasks[t].Stateful {
+				mid[o]++
 			}
 		}
 	}
-	s.segStart = make([]int32, n+1)
-	s.segs = make([]segment, 0, s.countSegments(start))
+	// next[m] and next[n+m]: where m's next stateless and stateful tasks go.
+	next := make([]int32, 2*n)
 	for m := range n {
-		tasks := s.movable[start[m]:start[m+1]]
-		mid := start[m] + int32(slices.IndexFunc(tasks, func(t int32) bool { return g.tasks[t].Stateful }))
-		if mid < start[m] {
-			mid = start[m+1] // no stateful task
+		start[m+1] += start[m]
+		mid[m] += start[m]
+		next[m], next[n+m] = start[m], mid[m]
+	}
+	s := shedder{group: g, spread: sp, movable: make([]int32, start[n]), segStart: make([]int32, n+1)}
+	// The placement pass counts the segments as cut in topology order:
+	// exact when subtopologies follow it, an upper bound otherwise (sorting
+	// a member's tasks by subtopology only merges runs), so that segs is
+	// allocated once.
+	segs := 0
+	for t, o := range g.owner {
+		if !g.sheddable(int32(t), o) || !gives[o] {
+			continue
 		}
-		s.cutSegments(start[m], mid, true)
-		s.cutSegments(mid, start[m+1], false)
+		k, first := o, start[o]
+		if g.tasks[t].Stateful {
+			k, first = int32(n)+o, mid[o]
+		}
+		i := next[k]
+		next[k]++
+		s.movable[i] = int32(t)
+		if i == first || sp.on && g.sub[s.movable[i-1]] != g.sub[t] {
+			segs++
+		}
+	}
+	s.segs = make([]segment, 0, segs)
+	for m := range n {
+		s.cutSegments(start[m], mid[m], true)
+		s.cutSegments(mid[m], start[m+1], false)
 		s.segStart[m+1] = int32(len(s.segs))
 	}
 	return s
-}
-
-// countSegments returns an upper bound of the segments newShedder
-// cuts (exact when subtopologies follow topology order), so that they are
-// allocated once.
-func (s *shedder) countSegments(start []int32) int {
-	segs := 0
-	for m := range len(start) - 1 {
-		for i := start[m]; i < start[m+1]; i++ {
-			t := s.movable[i]
-			if i == start[m] || s.tasks[t].Stateful != s.tasks[s.movable[i-1]].Stateful ||
-				s.spread.on && s.sub[t] != s.sub[s.movable[i-1]] {
-				segs++
-			}
-		}
-	}
-	return segs + 2*(len(start)-1)
 }
 
 // cutSegments appends the segments of movable[from:to], tasks of one kind.
