@@ -36,62 +36,58 @@ func (g *group) sheddable(t, o int32) bool {
 }
 
 // newShedder lays out the movable tasks of the members for which gives is
-// true, in time linear in tasks plus members: one counting pass, then one
-// placement pass that puts each member's stateless tasks before its
-// stateful ones (each kind in topology order, a cursor per kind) and counts
-// the segments, then one scan per member that cuts a segment where the kind
-// or, with spread on, the subtopology changes. Subtopologies usually follow
-// topology order; a member whose tasks do not is sorted by subtopology.
+// true. A movable task was never placed this round, so its owner is the
+// member that reported it: it is in the owner's held row, which ingest left
+// sorted in topology order. Each giver's list is therefore its held row
+// filtered, stateless tasks first (they move for free), then stateful ones,
+// cut into a segment where the kind or, with spread on, the subtopology
+// changes. Subtopologies usually follow topology order; a member whose
+// tasks do not is sorted by subtopology.
 //
-// Only members that can ever give get a list (see balance): a member below
-// the average never gives, so its tasks are neither copied nor cut.
+// The work is linear in the givers' held tasks: a member that cannot give
+// (see balance) costs nothing, and no pass runs over the whole topology.
 func newShedder(g *group, sp *spread, gives []bool) shedder {
 	n := len(g.load)
-	start := make([]int32, n+1)
-	mid := make([]int32, n) // where m's stateful tasks start; first its stateless count
-	for t, o := range g.owner {
-		if g.sheddable(int32(t), o) && gives[o] {
-			start[o+1]++
-			if !g.tasks[t].Stateful {
-				mid[o]++
-			}
+	size, givers := 0, 0
+	for m := range int32(n) {
+		if gives[m] {
+			size += len(g.held.row(m))
+			givers++
 		}
 	}
-	// next[m] and next[n+m]: where m's next stateless and stateful tasks go.
-	next := make([]int32, 2*n)
-	for m := range n {
-		start[m+1] += start[m]
-		mid[m] += start[m]
-		next[m], next[n+m] = start[m], mid[m]
+	// Allocated once, at bounds: no more movable tasks than held ones, and
+	// a segment holds at least one task (at most two per giver, one of each
+	// kind, without spread).
+	segs := 2 * givers
+	if sp.on {
+		segs = size
 	}
-	s := shedder{group: g, spread: sp, movable: make([]int32, start[n]), segStart: make([]int32, n+1)}
-	// The placement pass counts the segments as cut in topology order:
-	// exact when subtopologies follow it, an upper bound otherwise (sorting
-	// a member's tasks by subtopology only merges runs), so that segs is
-	// allocated once.
-	segs := 0
-	for t, o := range g.owner {
-		if !g.sheddable(int32(t), o) || !gives[o] {
-			continue
+	s := shedder{group: g, spread: sp, movable: make([]int32, 0, size), segs: make([]segment, 0, segs),
+		segStart: make([]int32, n+1)}
+	for m := range int32(n) {
+		if gives[m] {
+			row := g.held.row(m)
+			from := int32(len(s.movable))
+			s.movable = s.appendMovable(s.movable, row, m, false)
+			mid := int32(len(s.movable))
+			s.movable = s.appendMovable(s.movable, row, m, true)
+			s.cutSegments(from, mid, true)
+			s.cutSegments(mid, int32(len(s.movable)), false)
 		}
-		k, first := o, start[o]
-		if g.tasks[t].Stateful {
-			k, first = int32(n)+o, mid[o]
-		}
-		i := next[k]
-		next[k]++
-		s.movable[i] = int32(t)
-		if i == first || sp.on && g.sub[s.movable[i-1]] != g.sub[t] {
-			segs++
-		}
-	}
-	s.segs = make([]segment, 0, segs)
-	for m := range n {
-		s.cutSegments(start[m], mid[m], true)
-		s.cutSegments(mid[m], start[m+1], false)
 		s.segStart[m+1] = int32(len(s.segs))
 	}
 	return s
+}
+
+// appendMovable appends the tasks of row that m may give and whose
+// statefulness is stateful.
+func (s *shedder) appendMovable(movable, row []int32, m int32, stateful bool) []int32 {
+	for _, t := range row {
+		if s.tasks[t].Stateful == stateful && s.sheddable(t, m) {
+			movable = append(movable, t)
+		}
+	}
+	return movable
 }
 
 // cutSegments appends the segments of movable[from:to], tasks of one kind.
