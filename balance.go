@@ -52,6 +52,9 @@ func (g *group) receivers() *memberHeap {
 // It returns none when no eligible member has state for t.
 func (g *group) bestWarm(t int32) int32 {
 	best, bi := int32(none), int32(0)
+	if g.warm.start == nil {
+		return none // nobody has local state for any task
+	}
 	for i := g.warm.start[t]; i < g.warm.start[t+1]; i++ {
 		m := g.warm.items[i]
 		if !g.eligible(m) || m == g.owner[t] || m == g.learner[t] {

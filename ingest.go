@@ -183,12 +183,12 @@ func (rd *reader) read(r int32) error {
 		rd.warm = append(rd.warm, warmEntry{task: t, member: r, lag: lagOf(lags, t), standby: true})
 	}
 	// This member's warm entries, smallest lag first, then topology order.
-	slices.SortFunc(rd.warm[rd.warmBy.start[r]:], func(x, y warmEntry) int {
-		if x.lag != y.lag {
-			return cmp.Compare(x.lag, y.lag)
-		}
-		return int(x.task - y.task)
-	})
+	// Reports usually list tasks in topology order and no lags, so the
+	// entries usually arrive sorted: checking costs one comparison per
+	// entry, sorting several.
+	if mine := rd.warm[rd.warmBy.start[r]:]; !slices.IsSortedFunc(mine, compareWarm) {
+		slices.SortFunc(mine, compareWarm)
+	}
 	rd.warmBy.start[r+1] = int32(len(rd.warm))
 	for _, t := range rd.learning {
 		lag := lagOf(lags, t)
@@ -196,6 +196,15 @@ func (rd *reader) read(r int32) error {
 		rd.offerLearner(t, r, learnerKey{staying: !rd.m.Leaving, ready: ready, lag: lag})
 	}
 	return nil
+}
+
+// compareWarm orders one member's warm entries: smallest lag first, then
+// topology order.
+func compareWarm(x, y warmEntry) int {
+	if x.lag != y.lag {
+		return cmp.Compare(x.lag, y.lag)
+	}
+	return cmp.Compare(x.task, y.task)
 }
 
 // readProfile reads the member's leaving flag, capacity and rack.
@@ -275,7 +284,9 @@ func (rd *reader) readLists() error {
 			}
 		}
 	}
-	slices.Sort(rd.held.items[heldFrom:])
+	if held := rd.held.items[heldFrom:]; !slices.IsSorted(held) { // as above: usually sorted already
+		slices.Sort(held)
+	}
 	rd.held.start[rd.rank+1] = int32(len(rd.held.items))
 	return nil
 }
@@ -365,28 +376,37 @@ func lagOf(lags map[int32]int64, t int32) int64 {
 }
 
 // indexWarm lays out the warm entries by member and by task once every
-// member is read.
+// member is read. With none (no standbys and no lags reported, the common
+// case without standbys) it allocates nothing: the per-task index alone
+// would be as large as the task list.
 func (rd *reader) indexWarm() {
+	if len(rd.warm) == 0 {
+		return
+	}
 	g, nt := rd.group, int32(len(rd.tasks))
 	g.warmBy.items = make([]int32, len(rd.warm))
 	for i, w := range rd.warm {
 		g.warmBy.items[i] = w.task
 	}
-	// By task, a counting sort: entries were appended in rank order, so
-	// each task's candidates stay in rank order.
+	// By task, a counting sort placing entries from the last: start[t]
+	// counts down from the end of t's range to its beginning, so no cursor
+	// array is needed, and each task's candidates stay in rank order (the
+	// order entries were appended in).
 	g.warm = csr{start: make([]int32, nt+1), items: make([]int32, len(rd.warm))}
 	g.warmLag = make([]int64, len(rd.warm))
 	g.warmIsSb = make([]bool, len(rd.warm))
 	for _, w := range rd.warm {
-		g.warm.start[w.task+1]++
+		g.warm.start[w.task]++
 	}
-	for t := range nt {
-		g.warm.start[t+1] += g.warm.start[t]
+	sum := int32(0)
+	for t := range nt + 1 {
+		sum += g.warm.start[t]
+		g.warm.start[t] = sum // the end of t's range
 	}
-	next := slices.Clone(g.warm.start[:nt])
-	for _, w := range rd.warm {
-		i := next[w.task]
-		next[w.task]++
-		g.warm.items[i], g.warmLag[i], g.warmIsSb[i] = w.member, w.lag, w.standby
+	for i := len(rd.warm) - 1; i >= 0; i-- {
+		w := &rd.warm[i]
+		g.warm.start[w.task]--
+		j := g.warm.start[w.task]
+		g.warm.items[j], g.warmLag[j], g.warmIsSb[j] = w.member, w.lag, w.standby
 	}
 }

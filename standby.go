@@ -110,6 +110,9 @@ func (p *standbyPlan) setQuotas(total int64) {
 // keepReported keeps each valid reported standby (first reporters by ID
 // when more than Standbys report one task).
 func (p *standbyPlan) keepReported() {
+	if p.warm.start == nil {
+		return // nobody reported a standby
+	}
 	for t := range int32(len(p.tasks)) {
 		for i := p.warm.start[t]; i < p.warm.start[t+1]; i++ {
 			if m := p.warm.items[i]; p.warmIsSb[i] && p.have[t] < p.want[t] && p.canHold(t, m) {
