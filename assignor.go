@@ -1,15 +1,3 @@
-// Package learner implements the learner-based incremental task assignor for
-// stream-processing groups (the "learner" draft of Kafka's KIP-429).
-//
-// A member that is to take over a stateful task first runs it as a learner:
-// it replays the task's state while the current owner keeps processing. When
-// the learner is ready the member rejoins and the leader moves the task. The
-// owner revokes tasks tagged learned at each join, so the move needs no extra
-// rebalance. Every member reports its own status at join, so the leader keeps
-// no history and a leader crash loses nothing.
-//
-// An Assignor holds the topology's tasks and the options; its Assign method is
-// a pure function from the members' reports to their next assignments.
 package learner
 
 // Assignor assigns the tasks of one topology. It is immutable once built and
@@ -22,11 +10,17 @@ type Assignor struct {
 // New returns an Assignor for the given tasks (in the order every assignment
 // lists them) and options. Task IDs must be valid and unique.
 func New(tasks []Task, opts Options) (*Assignor, error) {
-	if err := opts.validate(); err != nil {
-		return nil, err
-	}
 	topo, err := newTopology(tasks)
 	if err != nil {
+		return nil, err
+	}
+	stateful := 0
+	for _, t := range tasks {
+		if t.Stateful {
+			stateful++
+		}
+	}
+	if err := opts.validate(stateful); err != nil {
 		return nil, err
 	}
 	return &Assignor{topology: topo, opts: opts}, nil
@@ -40,13 +34,6 @@ func (a *Assignor) Tasks() []Task { return append([]Task(nil), a.tasks...) }
 // task. It is a table or hash lookup that allocates nothing, so an encoder
 // can name tasks by position instead of by ID.
 func (a *Assignor) TaskIndex(id string) int { return int(a.index.lookup(id)) }
-
-// ValidID reports whether id is a well-formed member, task or rack ID:
-// 1 to MaxIDLen bytes of letters, digits, '_', '-' and '.'.
-func ValidID(id string) bool { return validID(id) }
-
-// MaxIDLen is the length in bytes of the longest valid ID: 255.
-const MaxIDLen = maxIDLen
 
 // Options returns the options the Assignor was built with.
 func (a *Assignor) Options() Options { return a.opts }

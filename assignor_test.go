@@ -3,6 +3,7 @@ package learner_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -34,6 +35,8 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 		msg   string
 	}{
 		{"negative standbys", tasksT(2), Options{Standbys: -1}, ErrInvalidOptions, "standbys -1"},
+		{"standbys too many", tasksT(2), Options{Standbys: 1 << 30}, ErrInvalidOptions, "standbys 1073741824 is out of range (at most 2147483647 replicas over 2 stateful tasks)"},
+		{"standbys MaxInt", tasksT(2), Options{Standbys: math.MaxInt}, ErrInvalidOptions, "is out of range (at most 2147483647 replicas over 2 stateful tasks)"},
 		{"negative learner budget", tasksT(2), Options{MaxLearners: -2}, ErrInvalidOptions, "max learners -2"},
 		{"negative lag", tasksT(2), Options{AcceptableLag: -3}, ErrInvalidOptions, "acceptable lag -3"},
 		{"empty task ID", []Task{{ID: ""}}, Options{}, ErrInvalidTopology, `task 0: malformed ID ""`},
@@ -65,10 +68,14 @@ func TestAssignRejectsMalformedMembers(t *testing.T) {
 		{"ready twice", []MemberMetadata{{ID: "S1", Learning: []string{"T1"}, Ready: []string{"T1", "T1"}}}, `ready task "T1" listed twice`},
 		{"ready unknown task", []MemberMetadata{{ID: "S1", Ready: []string{"T9"}}}, `ready task "T9" is not in learning`},
 		{"task in two lists", []MemberMetadata{{ID: "S1", Assigned: []string{"T1"}, Standby: []string{"T1"}}}, `task "T1" listed in both assigned and standby`},
-		{"task twice in one list", []MemberMetadata{{ID: "S1", Revoked: []string{"T2", "T2"}}}, `task "T2" listed in both revoked and revoked`},
+		{"task twice in one list", []MemberMetadata{{ID: "S1", Revoked: []string{"T2", "T2"}}}, `task "T2" listed twice in revoked`},
 		{"unknown task twice", []MemberMetadata{{ID: "S1", Assigned: []string{"T9"}, Learning: []string{"T9"}}}, `task "T9" listed in both assigned and learning`},
 		{"malformed task ID", []MemberMetadata{{ID: "S1", Learning: []string{"T/1"}}}, `malformed task ID "T/1" in learning`},
-		{"negative capacity", []MemberMetadata{{ID: "S1", Capacity: -1}}, "capacity -1 is negative"},
+		{"negative capacity", []MemberMetadata{{ID: "S1", Capacity: -1}}, "capacity -1 is out of range (0 to 2147483647)"},
+		{"capacity too large", []MemberMetadata{{ID: "S1", Capacity: MaxCapacity + 1}}, "capacity 2147483648 is out of range (0 to 2147483647)"},
+		{"unknown task twice in one list", []MemberMetadata{{ID: "S1", Standby: []string{"T9", "T9"}}}, `task "T9" listed twice in standby`},
+		{"malformed task ID in lag", []MemberMetadata{{ID: "S1", Lag: []TaskLag{{"T 1", 5}}}}, `malformed task ID "T 1" in lag`},
+		{"long malformed ID cut", []MemberMetadata{{ID: strings.Repeat("S", 300)}}, `member "` + strings.Repeat("S", 40) + `"... (position 0): malformed member ID`},
 		{"malformed rack", []MemberMetadata{{ID: "S1", Rack: "rack a"}}, `malformed rack "rack a"`},
 		{"negative lag", []MemberMetadata{{ID: "S1", Lag: []TaskLag{{"T1", -5}}}}, `lag -5 of task "T1" is negative`},
 		{"lag twice", []MemberMetadata{{ID: "S1", Lag: []TaskLag{{"T1", 5}, {"T1", 6}}}}, `lag of task "T1" reported twice`},

@@ -68,8 +68,8 @@ func (g *group) bestWarm(t int32) int32 {
 }
 
 func (g *group) warmBetter(i, j int32) bool {
-	if g.warmLag[i] != g.warmLag[j] {
-		return g.warmLag[i] < g.warmLag[j]
+	if c := g.warmLag[i].compare(g.warmLag[j]); c != 0 {
+		return c < 0
 	}
 	if g.warmIsSb[i] != g.warmIsSb[j] {
 		return g.warmIsSb[i]

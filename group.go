@@ -1,5 +1,7 @@
 package learner
 
+import "cmp"
+
 // group is the working state of one Assign call: the members' reports read
 // into dense integers, members by rank (their position in natural ID order)
 // and tasks by index. Per-member slices are indexed by rank, per-task slices
@@ -31,7 +33,7 @@ type group struct {
 	learnerKey []learnerKey
 	fixed      []bool // placed this round: not to be moved again
 	warm       csr    // members with local state for the task (standby or lag); empty (nil start) when none has
-	warmLag    []int64
+	warmLag    []reportedLag
 	warmIsSb   []bool
 
 	learnersInFlight int // learners kept or placed, for Options.MaxLearners
@@ -65,8 +67,31 @@ func newGroup(topo *topology, opts Options, in []MemberMetadata, byRank []int32)
 // (learnerKey.better holds the rule).
 type learnerKey struct {
 	staying, ready bool
-	lag            int64
+	lag            reportedLag
 }
+
+// reportedLag is the changelog lag a member reported for its local state of
+// one task, or the fact that it reported none: a flag, not a value, since
+// every int64 from 0 up is a lag a member may report.
+type reportedLag struct {
+	records  int64
+	reported bool
+}
+
+// compare orders lags for choosing a member by: a reported lag before none,
+// then the smaller.
+func (l reportedLag) compare(o reportedLag) int {
+	if l.reported != o.reported {
+		if l.reported {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(l.records, o.records)
+}
+
+// within reports whether l is a reported lag of at most limit.
+func (l reportedLag) within(limit int64) bool { return l.reported && l.records <= limit }
 
 // csr holds one sorted int32 list per row in one backing array (compressed
 // sparse rows): one allocation instead of one per member or task.

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/learnerassignor/learner/internal/errtext"
 )
 
 // This file reads the members' self-reported tags (assigned, revoked,
@@ -35,8 +37,8 @@ func rankMembers(in []MemberMetadata) ([]int32, error) {
 		return nil, fmt.Errorf("learner: %d members, more than %d: %w", len(in), maxMembers, ErrInvalidMember)
 	}
 	for i := range in {
-		if !validID(in[i].ID) {
-			return nil, memberErr(&in[i], i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", maxIDLen)
+		if !ValidID(in[i].ID) {
+			return nil, memberErr(&in[i], i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", MaxIDLen)
 		}
 	}
 	byRank := make([]int32, len(in))
@@ -47,14 +49,10 @@ func rankMembers(in []MemberMetadata) ([]int32, error) {
 	for r := 1; r < len(in); r++ {
 		if in[byRank[r]].ID == in[byRank[r-1]].ID {
 			p := int(max(byRank[r], byRank[r-1]))
-			return nil, memberErr(&in[p], p, "duplicate member ID (also at position %d)", min(byRank[r], byRank[r-1]))
+			return nil, &MemberError{Position: p, ID: in[p].ID, Problem: "duplicate member ID", DuplicateOf: int(min(byRank[r], byRank[r-1]))}
 		}
 	}
 	return byRank, nil
-}
-
-func memberErr(m *MemberMetadata, pos int, format string, args ...any) error {
-	return fmt.Errorf("learner: member %q (position %d): %s: %w", m.ID, pos, fmt.Sprintf(format, args...), ErrInvalidMember)
 }
 
 // Claim classes, best first: a running active beats a revoked-at-join copy,
@@ -97,14 +95,11 @@ const maxMembers = 1<<(32-kindBits) - 1
 
 var kindNames = [...]string{kindAssigned: "assigned", kindRevoked: "revoked", kindLearning: "learning", kindStandby: "standby"}
 
-// noLag stands for a lag nobody reported.
-const noLag = int64(1<<63 - 1)
-
 // warmEntry records that a member has local state for a task: a standby, or
 // state it reported a lag for.
 type warmEntry struct {
 	task, member int32
-	lag          int64
+	lag          reportedLag
 	standby      bool
 }
 
@@ -125,7 +120,7 @@ type reader struct {
 	m            *MemberMetadata
 	pos          int              // its position in the input
 	rank         int32            // its rank
-	unknownKinds map[string]uint8 // lists of its tasks the topology lacks
+	unknownKinds map[string]uint8 // lists (kind*) of its tasks the topology lacks
 	standby      []int32
 	learning     []int32
 }
@@ -145,16 +140,29 @@ func newReader(g *group) reader {
 		warm: make([]warmEntry, 0, warmN), standby: make([]int32, 0, standbyMax), learning: make([]int32, 0, learningMax)}
 }
 
-// listed returns the lists (kind*) the member being read has listed t in so far.
-func (rd *reader) listed(t int32) uint8 {
+// listed returns the lists (kind*) the member being read has listed task t
+// in so far; for a task the topology lacks (t is none), by its ID. Known and
+// unknown tasks obey the same rules, so both go through here.
+func (rd *reader) listed(t int32, id string) uint8 {
+	if t == none {
+		return rd.unknownKinds[id]
+	}
 	if st := rd.stamp[t]; st>>kindBits == uint32(rd.rank+1) {
 		return uint8(st)
 	}
 	return 0
 }
 
-// list records that the member being read lists t in k.
-func (rd *reader) list(t int32, k uint8) {
+// list records that the member being read lists task t (by ID when t is
+// none) in k.
+func (rd *reader) list(t int32, id string, k uint8) {
+	if t == none {
+		if rd.unknownKinds == nil {
+			rd.unknownKinds = map[string]uint8{} // rare, so a map
+		}
+		rd.unknownKinds[id] |= k
+		return
+	}
 	if st := rd.stamp[t]; st>>kindBits == uint32(rd.rank+1) {
 		rd.stamp[t] = st | uint32(k)
 	} else {
@@ -192,7 +200,7 @@ func (rd *reader) read(r int32) error {
 	rd.warmBy.start[r+1] = int32(len(rd.warm))
 	for _, t := range rd.learning {
 		lag := lagOf(lags, t)
-		ready := rd.listed(t)&kindReady != 0 || (rd.opts.AcceptableLag > 0 && lag <= rd.opts.AcceptableLag)
+		ready := rd.listed(t, "")&kindReady != 0 || (rd.opts.AcceptableLag > 0 && lag.within(rd.opts.AcceptableLag))
 		rd.offerLearner(t, r, learnerKey{staying: !rd.m.Leaving, ready: ready, lag: lag})
 	}
 	return nil
@@ -201,8 +209,8 @@ func (rd *reader) read(r int32) error {
 // compareWarm orders one member's warm entries: smallest lag first, then
 // topology order.
 func compareWarm(x, y warmEntry) int {
-	if x.lag != y.lag {
-		return cmp.Compare(x.lag, y.lag)
+	if c := x.lag.compare(y.lag); c != 0 {
+		return c
 	}
 	return cmp.Compare(x.task, y.task)
 }
@@ -215,8 +223,8 @@ func (rd *reader) readProfile() error {
 		rd.staying++
 	}
 	switch {
-	case m.Capacity < 0:
-		return memberErr(m, rd.pos, "capacity %d is negative", m.Capacity)
+	case m.Capacity < 0 || m.Capacity > MaxCapacity:
+		return memberErr(m, rd.pos, "capacity %d is out of range (0 to %d)", m.Capacity, MaxCapacity)
 	case m.Capacity == 0:
 		rd.capacity[r] = 1
 	default:
@@ -227,8 +235,8 @@ func (rd *reader) readProfile() error {
 	}
 	rd.rack[r] = none
 	if m.Rack != "" {
-		if !validID(m.Rack) {
-			return memberErr(m, rd.pos, "malformed rack %q", m.Rack)
+		if !ValidID(m.Rack) {
+			return memberErr(m, rd.pos, "malformed rack %s", errtext.Quote(m.Rack))
 		}
 		if rd.racks == nil {
 			rd.racks = map[string]int32{}
@@ -246,8 +254,8 @@ func (rd *reader) readProfile() error {
 
 // readLists reads the lists that name tasks: Assigned and Revoked (the
 // tasks the member holds, which claim ownership), Standby and Learning. A
-// task may be in at most one of them; the error names the two lists in
-// this order.
+// task may be in at most one of them, once; the error names the two lists
+// in this order.
 func (rd *reader) readLists() error {
 	m := rd.m
 	heldFrom := len(rd.held.items)
@@ -267,20 +275,27 @@ func (rd *reader) readLists() error {
 		l := &lists[i]
 		held := l.claim[0] != claimNone
 		for _, id := range l.ids {
-			t := rd.index.lookup(id)
-			if t == none {
-				if err := rd.unknownTask(id, l.kind, held); err != nil {
-					return err
+			t, err := rd.lookup(id, kindNames[l.kind])
+			if err != nil {
+				return err
+			}
+			if k := rd.listed(t, id) & kindMask; k == l.kind {
+				return memberErr(m, rd.pos, "task %s listed twice in %s", errtext.Quote(id), kindNames[k])
+			} else if k != 0 {
+				return memberErr(m, rd.pos, "task %s listed in both %s and %s", errtext.Quote(id), kindNames[k], kindNames[l.kind])
+			}
+			rd.list(t, id, l.kind)
+			switch {
+			case t != none:
+				*l.into = append(*l.into, t)
+				if held {
+					rd.claim(t, rd.rank, l.claim[0], l.claim[1])
 				}
-				continue
-			}
-			if k := rd.listed(t) & kindMask; k != 0 {
-				return memberErr(m, rd.pos, "task %q listed in both %s and %s", id, kindNames[k], kindNames[l.kind])
-			}
-			rd.list(t, l.kind)
-			*l.into = append(*l.into, t)
-			if held {
-				rd.claim(t, rd.rank, l.claim[0], l.claim[1])
+			case held: // it comes back in the member's Revoked
+				if rd.unknown == nil {
+					rd.unknown = map[int32][]string{}
+				}
+				rd.unknown[rd.rank] = append(rd.unknown[rd.rank], id)
 			}
 		}
 	}
@@ -291,46 +306,18 @@ func (rd *reader) readLists() error {
 	return nil
 }
 
-// unknownTask checks a task the topology lacks, listed in list k. Such
-// tasks are allowed, once; those the member held come back in its Revoked.
-func (rd *reader) unknownTask(id string, k uint8, held bool) error {
-	if !validID(id) {
-		return memberErr(rd.m, rd.pos, "malformed task ID %q in %s", id, kindNames[k])
-	}
-	if rd.unknownKinds == nil {
-		rd.unknownKinds = map[string]uint8{} // rare, so a map
-	}
-	if prev, dup := rd.unknownKinds[id]; dup {
-		return memberErr(rd.m, rd.pos, "task %q listed in both %s and %s", id, kindNames[prev], kindNames[k])
-	}
-	rd.unknownKinds[id] = k
-	if held {
-		if rd.unknown == nil {
-			rd.unknown = map[int32][]string{}
-		}
-		rd.unknown[rd.rank] = append(rd.unknown[rd.rank], id)
-	}
-	return nil
-}
-
 // readReady checks that Ready is a subset of Learning, without repeats.
 func (rd *reader) readReady() error {
 	for _, id := range rd.m.Ready {
 		t := rd.index.lookup(id)
-		if t == none {
-			if rd.unknownKinds[id] != kindLearning {
-				return memberErr(rd.m, rd.pos, "ready task %q is not in learning", id)
-			}
-			continue
-		}
-		k := rd.listed(t)
+		k := rd.listed(t, id)
 		if k&kindMask != kindLearning {
-			return memberErr(rd.m, rd.pos, "ready task %q is not in learning", id)
+			return memberErr(rd.m, rd.pos, "ready task %s is not in learning", errtext.Quote(id))
 		}
 		if k&kindReady != 0 {
-			return memberErr(rd.m, rd.pos, "ready task %q listed twice", id)
+			return memberErr(rd.m, rd.pos, "ready task %s listed twice", errtext.Quote(id))
 		}
-		rd.list(t, kindReady)
+		rd.list(t, id, kindReady)
 	}
 	return nil
 }
@@ -338,6 +325,7 @@ func (rd *reader) readReady() error {
 // readLag reads the member's lags by task, nil when it reports none. Lag may
 // be reported for any task with local state: learners, standbys, and state
 // left on disk from earlier ownership; the last are warm entries of their own.
+// Lags only ever enter comparisons, so every non-negative int64 is allowed.
 func (rd *reader) readLag() (map[int32]int64, error) {
 	if len(rd.m.Lag) == 0 {
 		return nil, nil
@@ -345,34 +333,42 @@ func (rd *reader) readLag() (map[int32]int64, error) {
 	lags := make(map[int32]int64, len(rd.m.Lag))
 	for _, l := range rd.m.Lag {
 		if l.Lag < 0 {
-			return nil, memberErr(rd.m, rd.pos, "lag %d of task %q is negative", l.Lag, l.Task)
+			return nil, memberErr(rd.m, rd.pos, "lag %d of task %s is negative", l.Lag, errtext.Quote(l.Task))
 		}
-		t := rd.index.lookup(l.Task)
+		t, err := rd.lookup(l.Task, "lag")
+		if err != nil {
+			return nil, err
+		}
+		k := rd.listed(t, l.Task)
+		if k&kindLag != 0 {
+			return nil, memberErr(rd.m, rd.pos, "lag of task %s reported twice", errtext.Quote(l.Task))
+		}
+		rd.list(t, l.Task, kindLag)
 		if t == none {
-			if !validID(l.Task) {
-				return nil, memberErr(rd.m, rd.pos, "malformed task ID %q in lag", l.Task)
-			}
 			continue
 		}
-		k := rd.listed(t)
-		if k&kindLag != 0 {
-			return nil, memberErr(rd.m, rd.pos, "lag of task %q reported twice", l.Task)
-		}
-		rd.list(t, kindLag)
 		lags[t] = l.Lag
 		if k&kindMask == 0 {
-			rd.warm = append(rd.warm, warmEntry{task: t, member: rd.rank, lag: l.Lag})
+			rd.warm = append(rd.warm, warmEntry{task: t, member: rd.rank, lag: reportedLag{l.Lag, true}})
 		}
 	}
 	return lags, nil
 }
 
-// lagOf returns the lag reported for t, noLag if none.
-func lagOf(lags map[int32]int64, t int32) int64 {
-	if l, ok := lags[t]; ok {
-		return l
+// lookup returns the index of the task named in the member's list field,
+// none for a well-formed ID the topology lacks (a stale report, allowed).
+func (rd *reader) lookup(id, field string) (int32, error) {
+	t := rd.index.lookup(id)
+	if t == none && !ValidID(id) {
+		return none, memberErr(rd.m, rd.pos, "malformed task ID %s in %s", errtext.Quote(id), field)
 	}
-	return noLag
+	return t, nil
+}
+
+// lagOf returns the lag reported for t, if any.
+func lagOf(lags map[int32]int64, t int32) reportedLag {
+	l, ok := lags[t]
+	return reportedLag{l, ok}
 }
 
 // indexWarm lays out the warm entries by member and by task once every
@@ -393,7 +389,7 @@ func (rd *reader) indexWarm() {
 	// array is needed, and each task's candidates stay in rank order (the
 	// order entries were appended in).
 	g.warm = csr{start: make([]int32, nt+1), items: make([]int32, len(rd.warm))}
-	g.warmLag = make([]int64, len(rd.warm))
+	g.warmLag = make([]reportedLag, len(rd.warm))
 	g.warmIsSb = make([]bool, len(rd.warm))
 	for _, w := range rd.warm {
 		g.warm.start[w.task]++

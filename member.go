@@ -33,7 +33,7 @@ type MemberMetadata struct {
 
 	// Capacity is the member's processing capacity, for example its number of
 	// stream threads; balancing evens out load per unit of capacity.
-	// Zero means 1.
+	// Zero means 1; at most MaxCapacity.
 	Capacity int
 	// Rack is the member's failure domain. Standbys go to racks other than
 	// their active's where possible. Empty means no rack.
@@ -44,8 +44,16 @@ type MemberMetadata struct {
 	Lag []TaskLag
 }
 
+// MaxCapacity is the largest MemberMetadata.Capacity Assign accepts,
+// 2^31-1. Balancing multiplies a capacity by twice a member's load plus one
+// (at most 2^31+1, as a topology has at most 2^30 tasks) and standby
+// placement by the number of standbys (at most 2^31-1), so no product
+// reaches 2^63; nor does the sum of all members' capacities.
+const MaxCapacity = 1<<31 - 1
+
 // TaskLag is the remaining changelog lag of one task's local state on a
-// member: the number of records it still has to replay.
+// member: the number of records it still has to replay. Any non-negative
+// int64 is allowed: lags are only compared, never added or multiplied.
 type TaskLag struct {
 	Task string
 	Lag  int64

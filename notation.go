@@ -3,8 +3,12 @@ package learner
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/learnerassignor/learner/internal/errtext"
 )
 
 // The design document's notation, so its walkthroughs can be pasted in.
@@ -19,7 +23,8 @@ import (
 //	S4(learning: [T1], ready: [T1], standby: [T3], lag: [T3=120])
 //	S2(assigned: [T3, T4], leaving, capacity: 2, rack: a)
 //
-// Member fields are optional and in any order.
+// Member fields are optional and in any order. A UTF-8 byte-order mark at
+// the start is skipped.
 
 // ErrSyntax is wrapped by every *SyntaxError.
 var ErrSyntax = errors.New("syntax error")
@@ -41,12 +46,18 @@ type Rebalance struct {
 	Tasks   []Task
 	Options Options
 	Members []MemberMetadata
+	// MemberLines[i] is the line (from 1) Members[i] was read from, so
+	// messages about a member can point at it. It is not part of the
+	// rebalance: String ignores it, and it is nil in a Rebalance not
+	// made by ParseRebalance.
+	MemberLines []int
 }
 
 // ParseRebalance reads one rebalance in the notation. Errors are
 // *SyntaxError values. Empty lists parse as nil, so ParseRebalance of
 // String's output gives back an identical value.
 func ParseRebalance(src string) (Rebalance, error) {
+	src = strings.TrimPrefix(src, byteOrderMark)
 	var r Rebalance
 	seen := map[string]int{}
 	stateless := map[string]bool{}
@@ -59,7 +70,7 @@ func ParseRebalance(src string) (Rebalance, error) {
 		}
 		key := p.ident()
 		if key == "" {
-			return Rebalance{}, p.errorf("want a header (tasks:, stateless:, ...) or a member line, got %q", p.rest())
+			return Rebalance{}, p.errorf("want a header (tasks:, stateless:, ...) or a member line, got %s", p.token())
 		}
 		p.skipSpace()
 		if p.peek() == '(' {
@@ -68,42 +79,45 @@ func ParseRebalance(src string) (Rebalance, error) {
 				return Rebalance{}, err
 			}
 			r.Members = append(r.Members, m)
+			r.MemberLines = append(r.MemberLines, p.line)
 			continue
 		}
 		if !p.eat(':') {
-			return Rebalance{}, p.errorf("want ':' or '(' after %q", key)
+			return Rebalance{}, p.errorf("want ':' or '(' after %s", errtext.Quote(key))
 		}
 		if prev, dup := seen[key]; dup {
-			return Rebalance{}, p.errorf("%s: given twice (first on line %d)", key, prev)
+			return Rebalance{}, p.errorf("%s: given twice (first on line %d)", errtext.Clip(key), prev)
 		}
 		seen[key] = p.line
 		var err error
 		switch key {
 		case "tasks":
 			var ids []string
-			if ids, err = p.idList(); err == nil {
+			if ids, err = p.idList(key); err == nil {
 				for _, id := range ids {
 					r.Tasks = append(r.Tasks, Task{ID: id, Stateful: true})
 				}
 			}
 		case "stateless":
 			var ids []string
-			if ids, err = p.idList(); err == nil {
+			if ids, err = p.idList(key); err == nil {
 				for _, id := range ids {
 					stateless[id] = true
 				}
 				statelessLine = p.line
 			}
 		case "standbys":
-			r.Options.Standbys, err = p.intValue(key)
+			var v int64
+			v, err = p.intValue(key, math.MaxInt)
+			r.Options.Standbys = int(v)
 		case "max-learners":
-			r.Options.MaxLearners, err = p.intValue(key)
+			var v int64
+			v, err = p.intValue(key, math.MaxInt)
+			r.Options.MaxLearners = int(v)
 		case "acceptable-lag":
-			var v int
-			v, err = p.intValue(key)
-			r.Options.AcceptableLag = int64(v)
+			r.Options.AcceptableLag, err = p.intValue(key, math.MaxInt64)
 		default:
-			return Rebalance{}, p.errorf("unknown header %q (want tasks, stateless, standbys, max-learners or acceptable-lag)", key)
+			return Rebalance{}, p.errorf("unknown header %s (want tasks, stateless, standbys, max-learners or acceptable-lag)", errtext.Quote(key))
 		}
 		if err != nil {
 			return Rebalance{}, err
@@ -115,20 +129,97 @@ func ParseRebalance(src string) (Rebalance, error) {
 	ids := map[string]bool{}
 	for _, t := range r.Tasks {
 		if ids[t.ID] {
-			return Rebalance{}, &SyntaxError{Line: seen["tasks"], Msg: fmt.Sprintf("task %q listed twice", t.ID)}
+			return Rebalance{}, &SyntaxError{Line: seen["tasks"], Msg: fmt.Sprintf("task %s listed twice", errtext.Quote(t.ID))}
 		}
 		ids[t.ID] = true
 	}
 	for id := range stateless {
 		if !ids[id] {
-			return Rebalance{}, &SyntaxError{Line: statelessLine, Msg: fmt.Sprintf("stateless task %q is not in tasks", id)}
+			return Rebalance{}, &SyntaxError{Line: statelessLine, Msg: fmt.Sprintf("stateless task %s is not in tasks", errtext.Quote(id))}
 		}
 	}
+	stateful := 0
 	for i := range r.Tasks {
 		r.Tasks[i].Stateful = !stateless[r.Tasks[i].ID]
+		if r.Tasks[i].Stateful {
+			stateful++
+		}
+	}
+	// New's rule, checked here to point at the line: only standbys can
+	// break it, as the notation has no negative numbers.
+	if p := r.Options.problem(stateful); p != "" {
+		return Rebalance{}, &SyntaxError{Line: seen["standbys"], Msg: p}
 	}
 	return r, nil
 }
+
+// Locate returns err, an error of Assign on r.Members, naming the member's
+// line instead of its position when err is a *MemberError and r was parsed:
+// "line 3: member S1: duplicate member ID (also on line 2)". The result
+// wraps err, so errors.Is and errors.As see through it; other errors come
+// back unchanged.
+func (r Rebalance) Locate(err error) error {
+	var me *MemberError
+	if !errors.As(err, &me) || me.Position < 0 || me.Position >= len(r.MemberLines) {
+		return err
+	}
+	msg := fmt.Sprintf("member %s: %s", errtext.Clip(me.ID), me.Problem)
+	if d := me.DuplicateOf; d >= 0 && d < len(r.MemberLines) {
+		msg += fmt.Sprintf(" (also on line %d)", r.MemberLines[d])
+	}
+	return &lineError{line: r.MemberLines[me.Position], msg: msg, err: err}
+}
+
+// lineError is an error of Assign located at a line of the notation.
+type lineError struct {
+	line int
+	msg  string
+	err  error
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
+func (e *lineError) Unwrap() error { return e.err }
+
+// Warnings lists, one line each, what in r is allowed but likely a typo:
+// a task a member lists that the tasks are without. Assign treats it as a
+// task the topology no longer has (it is dropped or comes back revoked), so
+// nothing else would point it out. Each warning names the member's line
+// when r was parsed.
+func (r Rebalance) Warnings() []string {
+	known := make(map[string]bool, len(r.Tasks))
+	for _, t := range r.Tasks {
+		known[t.ID] = true
+	}
+	var warnings []string
+	for i, m := range r.Members {
+		where := "member " + errtext.Clip(m.ID)
+		if i < len(r.MemberLines) {
+			where = fmt.Sprintf("line %d: %s", r.MemberLines[i], where)
+		}
+		warned := map[string]bool{}
+		check := func(field string, ids ...string) {
+			for _, id := range ids {
+				if !known[id] && !warned[id] {
+					warned[id] = true
+					warnings = append(warnings, fmt.Sprintf("%s: task %s in %s is not in the tasks", where, errtext.Quote(id), field))
+				}
+			}
+		}
+		check("assigned", m.Assigned...)
+		check("revoked", m.Revoked...)
+		check("learning", m.Learning...)
+		check("ready", m.Ready...)
+		check("standby", m.Standby...)
+		for _, l := range m.Lag {
+			check("lag", l.Task)
+		}
+	}
+	return warnings
+}
+
+// byteOrderMark is UTF-8's byte-order mark, which some editors put at the
+// start of a file.
+const byteOrderMark = "\uFEFF"
 
 // stripComment cuts a "#" or "//" comment off a line.
 func stripComment(line string) string {
@@ -152,8 +243,25 @@ func (p *lineParser) errorf(format string, args ...any) error {
 	return &SyntaxError{Line: p.line, Msg: fmt.Sprintf(format, args...)}
 }
 
-func (p *lineParser) done() bool   { return p.pos >= len(p.s) }
-func (p *lineParser) rest() string { return strings.TrimSpace(p.s[p.pos:]) }
+func (p *lineParser) done() bool { return p.pos >= len(p.s) }
+
+// token quotes, for an error message, what comes next: a run of ID
+// characters, else the one character, or "end of line".
+func (p *lineParser) token() string {
+	p.skipSpace()
+	if p.done() {
+		return "end of line"
+	}
+	end := p.pos
+	for end < len(p.s) && ValidID(p.s[end:end+1]) {
+		end++
+	}
+	if end == p.pos {
+		_, size := utf8.DecodeRuneInString(p.s[p.pos:])
+		end = p.pos + size
+	}
+	return errtext.Quote(p.s[p.pos:end])
+}
 
 func (p *lineParser) peek() byte {
 	if p.done() {
@@ -181,27 +289,27 @@ func (p *lineParser) eat(c byte) bool {
 // ident reads a run of ID characters (letters, digits, '_', '-', '.').
 func (p *lineParser) ident() string {
 	start := p.pos
-	for !p.done() && validID(p.s[p.pos:p.pos+1]) {
+	for !p.done() && ValidID(p.s[p.pos:p.pos+1]) {
 		p.pos++
 	}
 	return p.s[start:p.pos]
 }
 
-// id reads one well-formed ID.
-func (p *lineParser) id(what string) (string, error) {
+// id reads one well-formed ID: what it is, said where.
+func (p *lineParser) id(where, what string) (string, error) {
 	p.skipSpace()
 	id := p.ident()
 	if id == "" {
-		return "", p.errorf("want %s, got %q", what, p.rest())
+		return "", p.errorf("%s: want a %s, got %s", where, what, p.token())
 	}
-	if !validID(id) {
-		return "", p.errorf("%s %q is longer than %d bytes", what, id, maxIDLen)
+	if !ValidID(id) {
+		return "", p.errorf("%s: %s %s is longer than %d bytes", where, what, errtext.Quote(id), MaxIDLen)
 	}
 	return id, nil
 }
 
 // idList reads the rest of a header line: IDs separated by spaces or commas.
-func (p *lineParser) idList() ([]string, error) {
+func (p *lineParser) idList(key string) ([]string, error) {
 	var ids []string
 	for {
 		p.skipSpace()
@@ -210,7 +318,7 @@ func (p *lineParser) idList() ([]string, error) {
 		if p.done() {
 			return ids, nil
 		}
-		id, err := p.id("a task ID")
+		id, err := p.id(key, "task ID")
 		if err != nil {
 			return nil, err
 		}
@@ -218,27 +326,32 @@ func (p *lineParser) idList() ([]string, error) {
 	}
 }
 
-func (p *lineParser) intValue(key string) (int, error) {
-	p.skipSpace()
-	v, err := p.number(key)
+// intValue reads the rest of a header line: one number up to limit.
+func (p *lineParser) intValue(key string, limit int64) (int64, error) {
+	v, err := p.number(key, limit)
 	if err != nil {
 		return 0, err
 	}
 	if p.skipSpace(); !p.done() {
-		return 0, p.errorf("%s: unexpected %q after the number", key, p.rest())
+		return 0, p.errorf("%s: unexpected %s after the number", key, p.token())
 	}
 	return v, nil
 }
 
-// number reads a non-negative decimal integer.
-func (p *lineParser) number(what string) (int, error) {
+// number reads a decimal integer from 0 to limit.
+func (p *lineParser) number(what string, limit int64) (int64, error) {
+	p.skipSpace()
 	start := p.pos
 	for !p.done() && isDigit(p.s[p.pos]) {
 		p.pos++
 	}
-	v, err := strconv.Atoi(p.s[start:p.pos])
-	if err != nil {
-		return 0, p.errorf("%s: want a non-negative integer, got %q", what, p.rest())
+	digits := p.s[start:p.pos]
+	if digits == "" {
+		return 0, p.errorf("%s: want a non-negative integer, got %s", what, p.token())
+	}
+	v, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || v > limit {
+		return 0, p.errorf("%s: %s is out of range (at most %d)", what, errtext.Quote(digits), limit)
 	}
 	return v, nil
 }
@@ -246,9 +359,10 @@ func (p *lineParser) number(what string) (int, error) {
 // member reads "ID(field, field, ...)" after its ID.
 func (p *lineParser) member(id string) (MemberMetadata, error) {
 	m := MemberMetadata{ID: id}
-	if !validID(id) {
-		return m, p.errorf("member ID %q is longer than %d bytes", id, maxIDLen)
+	if !ValidID(id) {
+		return m, p.errorf("member ID %s is longer than %d bytes", errtext.Quote(id), MaxIDLen)
 	}
+	id = errtext.Clip(id) // from here on only for messages
 	p.eat('(')
 	seen := map[string]bool{}
 	for first := true; ; first = false {
@@ -256,15 +370,15 @@ func (p *lineParser) member(id string) (MemberMetadata, error) {
 			break
 		}
 		if !first && !p.eat(',') {
-			return m, p.errorf("member %s: want ',' or ')', got %q", id, p.rest())
+			return m, p.errorf("member %s: want ',' or ')', got %s", id, p.token())
 		}
 		p.skipSpace()
 		field := p.ident()
 		if field == "" {
-			return m, p.errorf("member %s: want a field name, got %q", id, p.rest())
+			return m, p.errorf("member %s: want a field name, got %s", id, p.token())
 		}
 		if seen[field] {
-			return m, p.errorf("member %s: field %s given twice", id, field)
+			return m, p.errorf("member %s: field %s given twice", id, errtext.Clip(field))
 		}
 		seen[field] = true
 		var err error
@@ -287,22 +401,23 @@ func (p *lineParser) member(id string) (MemberMetadata, error) {
 			if !p.eat(':') {
 				return m, p.errorf("member %s: want ':' after capacity", id)
 			}
-			p.skipSpace()
-			m.Capacity, err = p.number("member " + id + ": capacity")
+			var v int64
+			v, err = p.number("member "+id+": capacity", math.MaxInt)
+			m.Capacity = int(v)
 		case "rack":
 			if !p.eat(':') {
 				return m, p.errorf("member %s: want ':' after rack", id)
 			}
-			m.Rack, err = p.id("a rack")
+			m.Rack, err = p.id("member "+id, "rack")
 		default:
-			return m, p.errorf("member %s: unknown field %q (want assigned, revoked, learning, ready, standby, leaving, capacity, rack or lag)", id, field)
+			return m, p.errorf("member %s: unknown field %s (want assigned, revoked, learning, ready, standby, leaving, capacity, rack or lag)", id, errtext.Quote(field))
 		}
 		if err != nil {
 			return m, err
 		}
 	}
 	if p.skipSpace(); !p.done() {
-		return m, p.errorf("member %s: unexpected %q after ')'", id, p.rest())
+		return m, p.errorf("member %s: unexpected %s after ')'", id, p.token())
 	}
 	return m, nil
 }
@@ -311,7 +426,7 @@ func (p *lineParser) member(id string) (MemberMetadata, error) {
 func (p *lineParser) taskList(member, field string) ([]string, error) {
 	var ids []string
 	err := p.bracketed(member, field, func() error {
-		id, err := p.id("a task ID in " + field)
+		id, err := p.id("member "+member, "task ID in "+field)
 		ids = append(ids, id)
 		return err
 	})
@@ -322,16 +437,15 @@ func (p *lineParser) taskList(member, field string) ([]string, error) {
 func (p *lineParser) lagList(member string) ([]TaskLag, error) {
 	var lags []TaskLag
 	err := p.bracketed(member, "lag", func() error {
-		id, err := p.id("a task ID in lag")
+		id, err := p.id("member "+member, "task ID in lag")
 		if err != nil {
 			return err
 		}
 		if !p.eat('=') {
-			return p.errorf("member %s: lag of %s: want '=' and a number", member, id)
+			return p.errorf("member %s: lag of %s: want '=' and a number", member, errtext.Clip(id))
 		}
-		p.skipSpace()
-		v, err := p.number("member " + member + ": lag of " + id)
-		lags = append(lags, TaskLag{Task: id, Lag: int64(v)})
+		v, err := p.number("member "+member+": lag of "+errtext.Clip(id), math.MaxInt64)
+		lags = append(lags, TaskLag{Task: id, Lag: v})
 		return err
 	})
 	return lags, err
@@ -347,7 +461,7 @@ func (p *lineParser) bracketed(member, field string, item func() error) error {
 			return nil
 		}
 		if !first && !p.eat(',') {
-			return p.errorf("member %s: %s: want ',' or ']', got %q", member, field, p.rest())
+			return p.errorf("member %s: %s: want ',' or ']', got %s", member, field, p.token())
 		}
 		if err := item(); err != nil {
 			return err

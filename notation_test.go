@@ -3,6 +3,7 @@ package learner_test
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,26 +36,67 @@ S3()
 			{ID: "S2", Assigned: []string{"0_1"}, Leaving: true},
 			{ID: "S3"},
 		},
+		MemberLines: []int{7, 8, 9, 10},
 	}
 	assert.Equal(t, want, r)
 
 	again, err := ParseRebalance(r.String())
 	require.NoError(t, err, "ParseRebalance(String()) of\n%s", r)
+	assert.Equal(t, []int{6, 7, 8, 9}, again.MemberLines, "ParseRebalance(%q).MemberLines", r.String())
+	again.MemberLines = r.MemberLines
 	assert.True(t, reflect.DeepEqual(r, again), "ParseRebalance(%q) = %+v, want %+v", r.String(), again, r)
+}
+
+func TestParseRebalanceSkipsByteOrderMark(t *testing.T) {
+	r, err := ParseRebalance("\uFEFFtasks: T1\nS1(assigned: [T1])\n")
+	require.NoError(t, err)
+	assert.Equal(t, []Task{{"T1", true}}, r.Tasks)
+}
+
+func TestRebalanceLocate(t *testing.T) {
+	r, err := ParseRebalance("tasks: T1\n\nS2()\n# S1 twice\nS1(assigned: [T1])\nS1()\n")
+	require.NoError(t, err)
+	a, err := New(r.Tasks, r.Options)
+	require.NoError(t, err)
+	_, err = a.Assign(r.Members)
+	located := r.Locate(err)
+	assert.EqualError(t, located, "line 6: member S1: duplicate member ID (also on line 5)")
+	assert.ErrorIs(t, located, ErrInvalidMember)
+	var me *MemberError
+	require.ErrorAs(t, located, &me)
+	assert.Equal(t, 2, me.Position)
+
+	r.MemberLines = nil
+	assert.Equal(t, err, r.Locate(err), "Locate for a Rebalance not parsed")
+	assert.Equal(t, ErrSyntax, r.Locate(ErrSyntax), "Locate(an error not about a member)")
+}
+
+func TestRebalanceWarnings(t *testing.T) {
+	r, err := ParseRebalance("tasks: T1 T2\n\nS1(assigned: [T1, T9], learning: [T8], ready: [T8], lag: [T8=3, T7=1])\nS2(revoked: [T2], standby: [T9])\n")
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		`line 3: member S1: task "T9" in assigned is not in the tasks`,
+		`line 3: member S1: task "T8" in learning is not in the tasks`,
+		`line 3: member S1: task "T7" in lag is not in the tasks`,
+		`line 4: member S2: task "T9" in standby is not in the tasks`,
+	}, r.Warnings())
+
+	r.MemberLines = nil
+	assert.Equal(t, `member S1: task "T9" in assigned is not in the tasks`, r.Warnings()[0], "Warnings of a Rebalance not parsed")
 }
 
 func TestParseRebalanceErrors(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"S1(assigned: [T1])", "line 1: missing the tasks: line"},
 		{"tasks: T1\ntasks: T2", "line 2: tasks: given twice (first on line 1)"},
-		{"tasks: T1\nS1(assigned: [T1]", "line 2: member S1: want ',' or ')', got \"\""},
+		{"tasks: T1\nS1(assigned: [T1]", "line 2: member S1: want ',' or ')', got end of line"},
 		{"tasks: T1\nS1(assigned: T1)", "line 2: member S1: want 'assigned: [...]'"},
-		{"tasks: T1\nS1(assigned: [T1 T2])", "line 2: member S1: assigned: want ',' or ']', got \"T2])\""},
+		{"tasks: T1\nS1(assigned: [T1 T2])", "line 2: member S1: assigned: want ',' or ']', got \"T2\""},
 		{"tasks: T1\nS1(learned: [T1])", `line 2: member S1: unknown field "learned"`},
 		{"tasks: T1\nS1(leaving, leaving)", "line 2: member S1: field leaving given twice"},
 		{"tasks: T1\nS1(capacity: x)", "line 2: member S1: capacity: want a non-negative integer"},
 		{"tasks: T1\nS1(lag: [T1])", "line 2: member S1: lag of T1: want '=' and a number"},
-		{"tasks: T1\nS1(assigned: [T/1])", `line 2: member S1: assigned: want ',' or ']', got "/1])"`},
+		{"tasks: T1\nS1(assigned: [T/1])", `line 2: member S1: assigned: want ',' or ']', got "/"`},
 		{"tasks: T1\nS1(assigned: [T1]) trailing", `line 2: member S1: unexpected "trailing" after ')'`},
 		{"tasks: T1\n\nstandbys: two", "line 3: standbys: want a non-negative integer"},
 		{"tasks: T1\nstandbys: 1 2", `line 2: standbys: unexpected "2" after the number`},
@@ -63,12 +105,44 @@ func TestParseRebalanceErrors(t *testing.T) {
 		{"tasks: T1\nstateless: T2", `line 2: stateless task "T2" is not in tasks`},
 		{"tasks: T1\n(assigned: [])", `line 2: want a header (tasks:, stateless:, ...) or a member line`},
 		{"tasks: T1\nS1 assigned", `line 2: want ':' or '(' after "S1"`},
+		// Tokens are quoted without the punctuation after them.
+		{"tasks: T1\nS1(capacity: -3)", `line 2: member S1: capacity: want a non-negative integer, got "-3"`},
+		{"tasks: T1\nS1(assigned: [T1], Ü)", `line 2: member S1: want a field name, got "Ü"`},
+		// Numbers past their type's range.
+		{"tasks: T1\nS1(capacity: 99999999999999999999)", `line 2: member S1: capacity: "99999999999999999999" is out of range (at most 9223372036854775807)`},
+		{"tasks: T1\nS1(lag: [T1=99999999999999999999])", `line 2: member S1: lag of T1: "99999999999999999999" is out of range (at most 9223372036854775807)`},
+		{"tasks: T1\nstandbys: 99999999999999999999", `line 2: standbys: "99999999999999999999" is out of range (at most 9223372036854775807)`},
+		{"tasks: T1 T2\nstateless: T2\n\nstandbys: 2147483648", `line 4: standbys 2147483648 is out of range (at most 2147483647 replicas over 1 stateful tasks)`},
+		{"tasks: T1\nacceptable-lag: 9223372036854775808", `line 2: acceptable-lag: "9223372036854775808" is out of range (at most 9223372036854775807)`},
 	} {
 		_, err := ParseRebalance(tc.src)
 		var se *SyntaxError
 		require.True(t, errors.As(err, &se), "ParseRebalance(%q) = %v, want a *SyntaxError", tc.src, err)
 		assert.ErrorIs(t, err, ErrSyntax)
 		assert.Contains(t, err.Error(), tc.want, "ParseRebalance(%q)", tc.src)
+	}
+}
+
+// Every error is one line and quotes at most errtext.Max bytes of a token,
+// however long the token.
+func TestParseRebalanceErrorsAreShort(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for _, src := range []string{
+		"tasks: T1\nS1(rack: " + long + ")",
+		"tasks: T1\nS1(capacity: " + strings.Repeat("9", 1<<20) + ")",
+		"tasks: T1\n" + long + "(assigned: [])",
+		"tasks: T1\nS1(assigned: [T1]) " + long,
+		"tasks: T1\nS1(" + long + ": [T1])",
+		"tasks: " + long,
+		"tasks: T1\n" + long + ": 1",
+		"tasks: T1\nS1(assigned: [T1 " + long + "])",
+		"tasks: T1\nS1(assigned: [" + strings.Repeat("\x00", 1<<10) + "])",
+	} {
+		_, err := ParseRebalance(src)
+		require.Error(t, err, "ParseRebalance(%.60q...)", src)
+		msg := err.Error()
+		assert.NotContains(t, msg, "\n", "ParseRebalance(%.60q...)", src)
+		assert.LessOrEqual(t, len(msg), 200, "ParseRebalance(%.60q...) = %.300q..., want a short message", src, msg)
 	}
 }
 

@@ -7,26 +7,47 @@ import "fmt"
 type Options struct {
 	// Standbys is the number of standby replicas of each stateful task,
 	// placed on staying members other than the task's owner and learner.
+	// Standbys times the number of stateful tasks is at most
+	// MaxStandbyReplicas.
 	Standbys int
 	// MaxLearners caps the learners placed for rebalancing and hand-over
 	// across the group at once; more are placed as earlier ones finish.
 	// Zero means no cap.
 	MaxLearners int
 	// AcceptableLag, when positive, makes a learner whose reported lag is at
-	// most AcceptableLag ready even without its ready flag. Zero disables
-	// lag-based readiness; members can always report Ready themselves.
+	// most AcceptableLag ready even without its ready flag; a learner that
+	// reports no lag is never ready by lag. Zero disables lag-based
+	// readiness; members can always report Ready themselves.
 	AcceptableLag int64
 }
 
-// validate reports the first option out of range.
-func (o Options) validate() error {
-	switch {
-	case o.Standbys < 0:
-		return fmt.Errorf("learner: standbys %d is negative: %w", o.Standbys, ErrInvalidOptions)
-	case o.MaxLearners < 0:
-		return fmt.Errorf("learner: max learners %d is negative: %w", o.MaxLearners, ErrInvalidOptions)
-	case o.AcceptableLag < 0:
-		return fmt.Errorf("learner: acceptable lag %d is negative: %w", o.AcceptableLag, ErrInvalidOptions)
+// MaxStandbyReplicas bounds Options.Standbys times the number of stateful
+// tasks, 2^31-1, so that replica counts fit the int32 slots standby
+// placement keeps them in and their products with capacities (at most
+// MaxCapacity) stay below 2^62. MaxLearners and AcceptableLag need no
+// bound: they are only compared.
+const MaxStandbyReplicas = 1<<31 - 1
+
+// validate reports the first option out of range for a topology with the
+// given number of stateful tasks.
+func (o Options) validate(stateful int) error {
+	if p := o.problem(stateful); p != "" {
+		return fmt.Errorf("learner: %s: %w", p, ErrInvalidOptions)
 	}
 	return nil
+}
+
+// problem says what is out of range, or "".
+func (o Options) problem(stateful int) string {
+	switch {
+	case o.Standbys < 0:
+		return fmt.Sprintf("standbys %d is negative", o.Standbys)
+	case o.Standbys > MaxStandbyReplicas/max(stateful, 1): // the product itself could overflow
+		return fmt.Sprintf("standbys %d is out of range (at most %d replicas over %d stateful tasks)", o.Standbys, MaxStandbyReplicas, stateful)
+	case o.MaxLearners < 0:
+		return fmt.Sprintf("max learners %d is negative", o.MaxLearners)
+	case o.AcceptableLag < 0:
+		return fmt.Sprintf("acceptable lag %d is negative", o.AcceptableLag)
+	}
+	return ""
 }

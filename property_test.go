@@ -19,13 +19,20 @@ import (
 // notation.
 //
 //	go test -run Property                       # 2,000 groups (CI)
+//	go test -short -run Property                # 200 groups (CI's -race run)
 //	LEARNER_LONG=1 go test -run Property        # 100,000 groups
 //	LEARNER_SEED=123 go test -run Property      # replay a printed seed
 
-// runs returns n, or long under LEARNER_LONG=1.
+// runs returns n, long under LEARNER_LONG=1, or a tenth of n under -short.
+// CI's race run is -short: Assign starts no goroutine, so the race detector
+// has nothing to find in these loops and only makes them ten times slower;
+// the full counts run in CI's plain run.
 func runs(n, long int) int {
-	if os.Getenv("LEARNER_LONG") != "" {
+	switch {
+	case os.Getenv("LEARNER_LONG") != "":
 		return long
+	case testing.Short():
+		return max(n/10, 1)
 	}
 	return n
 }

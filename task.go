@@ -1,6 +1,10 @@
 package learner
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/learnerassignor/learner/internal/errtext"
+)
 
 // Task is one task of the topology.
 type Task struct {
@@ -33,12 +37,12 @@ func newTopology(tasks []Task) (topology, error) {
 	}
 	tp := topology{tasks: append([]Task(nil), tasks...), index: newTaskIndex()}
 	for i, t := range tp.tasks {
-		if !validID(t.ID) {
-			return topology{}, fmt.Errorf("learner: task %d: malformed ID %q (want 1-%d letters, digits, '_', '-', '.'): %w",
-				i, t.ID, maxIDLen, ErrInvalidTopology)
+		if !ValidID(t.ID) {
+			return topology{}, fmt.Errorf("learner: task %d: malformed ID %s (want 1-%d letters, digits, '_', '-', '.'): %w",
+				i, errtext.Quote(t.ID), MaxIDLen, ErrInvalidTopology)
 		}
 		if j := tp.index.lookup(t.ID); j != none {
-			return topology{}, fmt.Errorf("learner: task %d: ID %q duplicates task %d: %w", i, t.ID, j, ErrInvalidTopology)
+			return topology{}, fmt.Errorf("learner: task %d: ID %s duplicates task %d: %w", i, errtext.Quote(t.ID), j, ErrInvalidTopology)
 		}
 		tp.index.add(t.ID, int32(i))
 	}
@@ -196,9 +200,10 @@ func parseCanonical(s string) (int, bool) {
 	return n, true
 }
 
-// validID reports whether id is a well-formed member, task or rack ID.
-func validID(id string) bool {
-	if len(id) == 0 || len(id) > maxIDLen {
+// ValidID reports whether id is a well-formed member, task or rack ID:
+// 1 to MaxIDLen bytes of letters, digits, '_', '-' and '.'.
+func ValidID(id string) bool {
+	if len(id) == 0 || len(id) > MaxIDLen {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
@@ -210,4 +215,5 @@ func validID(id string) bool {
 	return true
 }
 
-const maxIDLen = 255
+// MaxIDLen is the length in bytes of the longest valid ID.
+const MaxIDLen = 255

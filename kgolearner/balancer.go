@@ -19,32 +19,49 @@
 // active tasks; learners and standbys own no partition (they replay the
 // task's changelog, which the application reads itself).
 //
-// # Cooperative rebalancing
+// # Hand-over in one rebalance
 //
-// The balancer is cooperative: members keep their partitions across a
-// rebalance. Kafka gives no way to order "the old owner stops" before "the
-// new owner starts" within one generation, so the leader never hands a
-// partition to a member while another member still reports owning it: it
-// withholds the task for one generation (a promoted learner keeps learning
-// it), the old owner revokes it, rejoins at once, and the next rebalance
-// hands the task over. A promotion thus takes two quick rebalances where the
-// design document has one; a stateless task that moves waits one rebalance
-// too. A member that still owns a task, by the newest generation's claim,
-// keeps it whatever stale claims (KIP-792) others make.
+// Kafka cannot order "the old owner stops" before "the new owner starts"
+// inside one generation, so the owner stops first, before it joins. When a
+// rebalance begins (kgo's OnPartitionsRevoked at the end of a session, which
+// runs before the JoinGroup and outside kgo's join and sync), the member
+// releases the tasks its last assignment tagged learned: it pauses their
+// partitions' fetches, calls Hooks.StopActive and commits the offsets it
+// polled from them. Its join then leaves their partitions out of the
+// OwnedPartitions it reports, so the leader can give a task to its learner
+// in this very rebalance if the learner is ready, and gives it back to the
+// owner if not (the owner resumes it where it stopped). Progress is durable
+// before anyone else can start the task: the commit completes before the
+// owner's JoinGroup is sent, and the group cannot complete the rebalance
+// without that JoinGroup.
+//
+// The leader never gives a partition to a member while another member still
+// reports owning it. A task Assign moves while its owner still owns it (the
+// owner could not commit, or a stateless task, which needs no learner) stays
+// with its owner for one more generation, tagged learned, while the new
+// owner learns it. The next rebalance moves the task, released like any
+// learned task; the members start it as soon as they have applied the
+// assignment: the owner when the task is stateless or its release failed,
+// the receiver when it had reported the task ready. (Not the leader: a
+// rebalance it started right after its own SyncGroup could reach the owner
+// before the owner's SyncGroup, which the broker would then refuse.)
+//
+// kgo follows a generation in which a member lost partitions with one more
+// rebalance (kgo rejoins after revoking them); nothing moves in it.
 //
 // # The application's part
 //
-// The application implements Hooks (start and stop an active task, a
-// learner, a standby; shut down) and calls Ready when a learner has caught
-// up, which makes the member rejoin as its learner.RejoinPolicy says, and
-// Leave to hand its tasks over before it shuts down.
+// The application implements Hooks, processes the records of each poll
+// before the next one and calls kgo.Client.AllowRebalance after each poll's
+// records (Opts sets kgo.BlockRebalanceOnPoll, so a rebalance never stops a
+// task in the middle of a poll's records). It calls Ready when a learner
+// has caught up, which makes the member rejoin as its learner.RejoinPolicy
+// says, and Leave to hand its tasks over before it shuts down.
 package kgolearner
 
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,20 +77,48 @@ import (
 const ProtocolName = "learner"
 
 // Hooks are the application's side of the protocol. Every hook is optional.
-// Hooks run on the client's group management goroutine, one at a time and
-// in order (stops before starts), so they should hand long work to a
-// goroutine of their own. A hook may call the Balancer's methods.
+//
+// Hooks run from kgo's group callbacks (OnPartitionsRevoked,
+// OnPartitionsAssigned, OnPartitionsLost), never inside kgo's join and
+// sync: a hook may block, commit and call the Balancer's methods. They run
+// one at a time, stops before starts. With kgo.BlockRebalanceOnPoll (set by
+// Opts) no hook runs while the application holds polled records, that is
+// between a PollFetches and its AllowRebalance.
+//
+// Long work belongs on the application's own goroutines, with one
+// exception: StopActive must finish the task's durable work before it
+// returns. A release runs after the member's session has ended and before
+// it joins, when it neither heartbeats nor waits in a JoinGroup, so the
+// coordinator drops a member whose releases (StopActive and the commit)
+// outlast its session timeout.
 type Hooks struct {
 	// StartActive starts processing a task: records of its partitions
-	// arrive from the client's polls once Kafka has assigned them.
+	// arrive from the client's polls, from the offset the task's last
+	// owner committed.
 	StartActive func(task string)
-	// StopActive stops processing a task and commits its progress. The
-	// task's local state stays: the member may get the task back, for
-	// example when it gave the task up at a join for a learner that was
-	// not ready yet.
-	StopActive func(task string)
-	// StartLearning starts replaying a task's state beside its active
-	// owner. Call Balancer.Ready once the replay has caught up.
+	// StopActive stops processing a task and makes durable whatever the
+	// application keeps besides Kafka's offsets (for example by flushing
+	// the task's changelog writes). When it returns nil, the balancer
+	// commits the offsets polled from the task's partitions, synchronously,
+	// before the member joins the rebalance; the next owner starts from
+	// there. If it returns an error, or the commit fails, the member keeps
+	// the task: StartActive runs again and the member reports it still
+	// owned, so nobody else starts it in this rebalance.
+	//
+	// The task's local state stays: the member may get the task back, for
+	// example when it released the task for a learner that was not ready
+	// yet.
+	StopActive func(task string) error
+	// LoseActive stops a task the member lost: its session ended (or its
+	// membership changed) before it could commit, and another member may
+	// already be running the task from the last commit. Nothing is
+	// committed; the application should discard uncommitted work rather
+	// than flush it. If LoseActive is nil, StopActive runs instead and its
+	// error is ignored.
+	LoseActive func(task string)
+	// StartLearning starts replaying a stateful task's state beside its
+	// active owner. Call Balancer.Ready once the replay has caught up.
+	// (Stateless tasks move without learners: no hook runs for them.)
 	StartLearning func(task string)
 	// StopLearning stops replaying a task. When the task also starts as
 	// active, this is a promotion and the replayed state carries on.
@@ -82,9 +127,11 @@ type Hooks struct {
 	StartStandby, StopStandby func(task string)
 	// Shutdown says that the member, after Leave, has handed all its
 	// tasks over or reached its deadline: the application should close the
-	// client. It runs on its own goroutine, so it may call kgo.Client.Close.
+	// client, which stops and commits the tasks it still runs. It runs on
+	// its own goroutine, so it may call kgo.Client.Close.
 	Shutdown func()
 	// Rebalanced, on the leader only, reports each rebalance it computed.
+	// It runs inside the leader's join; it must not block.
 	Rebalanced func(Round)
 }
 
@@ -92,16 +139,23 @@ type Hooks struct {
 type Round struct {
 	// Members is what every member reported, as Assign saw it: IDs are the
 	// coordinator's member IDs escaped by LearnerID, Assigned holds the
-	// tasks of the partitions the member owns (less those it gave up at
+	// tasks of the partitions the member owns (less those it released at
 	// this join and stale claims), and a task listed in two roles keeps
 	// only the first of assigned, revoked, learning, standby.
 	Members []learner.MemberMetadata
-	// Assignments is what every member was sent: Assign's result with the
-	// withheld tasks moved from Assigned to Learning (stateful tasks) or
-	// left out (stateless ones) for one generation.
+	// Planned is Assign's result for Members.
+	Planned []learner.Assignment
+	// Assignments is what every member was sent: Planned with the deferred
+	// tasks kept by their owners (tagged learned) and learned by their
+	// receivers.
 	Assignments []learner.Assignment
-	// Withheld lists, in topology order, tasks Assign moved to a member
-	// while another member still owned their partitions.
+	// Deferred lists, in topology order, tasks Assign moved to a member
+	// while another member still owned their partitions. They move at the
+	// next rebalance.
+	Deferred []string
+	// Withheld lists the deferred tasks that nobody runs in this
+	// generation: only stale claims (a member that missed rebalances) held
+	// them, and that member is told to revoke them.
 	Withheld []string
 	// Undecoded counts members whose status could not be decoded (another
 	// topology or wire version); they count as owning the tasks of the
@@ -121,6 +175,11 @@ type Config struct {
 	Policy learner.RejoinPolicy
 	// Hooks are the application's callbacks.
 	Hooks Hooks
+	// CommitTimeout bounds each commit of a stopping task's offsets.
+	// Zero means 10 seconds; keep it well under the session timeout (see
+	// Hooks), since a release's commit runs between the end of a session
+	// and the member's JoinGroup.
+	CommitTimeout time.Duration
 }
 
 // Balancer is one client's kgo.GroupBalancer for the learner protocol: the
@@ -128,18 +187,36 @@ type Config struct {
 // leads the group. Build one per client with New, pass Opts to
 // kgo.NewClient and Bind the client. A Balancer is safe for concurrent use.
 type Balancer struct {
-	topo     *topology
-	assignor *learner.Assignor
-	codec    *wire.Codec
-	policy   learner.RejoinPolicy
-	hooks    Hooks
-	cl       atomic.Pointer[kgo.Client]
+	topo          *topology
+	assignor      *learner.Assignor
+	codec         *wire.Codec
+	policy        learner.RejoinPolicy
+	hooks         Hooks
+	commitTimeout time.Duration
+	cl            atomic.Pointer[kgo.Client]
 
-	mu            sync.Mutex
-	w             *learner.Worker
-	stoppedAtJoin map[string]bool // revoked at the pending join, StopActive already called
-	shutdown      bool            // Hooks.Shutdown was called
-	deadline      *time.Timer     // fires at the Leave deadline
+	mu sync.Mutex
+	w  *learner.Worker
+	// running holds the active tasks whose StartActive ran and whose
+	// StopActive did not; the partitions of the others are paused.
+	running map[string]bool
+	// synced is the last sync's assignment, run when the session starts
+	// (PartitionsAssigned); nil when none is pending.
+	synced *learner.Assignment
+	// changes are synced's learner and standby changes.
+	changes learner.Changes
+	// memberID is the coordinator's member ID the running tasks were
+	// started under: a task owned under an older ID was lost.
+	memberID string
+	// sessionStart is when the last session started (see rejoin).
+	sessionStart time.Time
+	// unreleased holds the learned tasks whose release failed at the
+	// end of the last session: the member still runs and reports them.
+	unreleased map[string]bool
+	// reportedReady holds the learner tasks the last join reported ready.
+	reportedReady map[string]bool
+	shutdown      bool        // Hooks.Shutdown was called
+	deadline      *time.Timer // fires at the Leave deadline
 }
 
 var _ kgo.GroupBalancer = (*Balancer)(nil)
@@ -151,6 +228,9 @@ var _ kgo.GroupBalancer = (*Balancer)(nil)
 // carries this short placeholder instead, and the leader ignores it.
 const workerID = "self"
 
+// defaultCommitTimeout is Config.CommitTimeout's zero value.
+const defaultCommitTimeout = 10 * time.Second
+
 // New returns a Balancer for the given configuration.
 func New(cfg Config) (*Balancer, error) {
 	topo, err := newTopology(cfg.Subtopologies)
@@ -161,25 +241,39 @@ func New(cfg Config) (*Balancer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kgolearner: %w", err)
 	}
+	if cfg.CommitTimeout < 0 {
+		return nil, fmt.Errorf("kgolearner: commit timeout %v is negative", cfg.CommitTimeout)
+	}
+	if cfg.CommitTimeout == 0 {
+		cfg.CommitTimeout = defaultCommitTimeout
+	}
 	return &Balancer{
 		topo:          topo,
 		assignor:      a,
 		codec:         wire.NewCodec(a),
 		policy:        cfg.Policy,
 		hooks:         cfg.Hooks,
+		commitTimeout: cfg.CommitTimeout,
 		w:             learner.NewWorker(workerID, cfg.Policy),
-		stoppedAtJoin: map[string]bool{},
+		running:       map[string]bool{},
+		unreleased:    map[string]bool{},
+		reportedReady: map[string]bool{},
 	}, nil
 }
 
 // Opts returns the client options the balancer needs: the input topics to
-// consume, the balancer itself and an OnPartitionsLost callback (an
-// application that sets its own must call PartitionsLost from it). Add
-// kgo.ConsumerGroup and the brokers.
+// consume, the balancer itself, kgo.BlockRebalanceOnPoll and the three
+// group callbacks that run the hooks. An application that sets its own
+// OnPartitionsAssigned, OnPartitionsRevoked or OnPartitionsLost must call
+// the Balancer's method of the same name from it. Add kgo.ConsumerGroup and
+// the brokers.
 func (b *Balancer) Opts() []kgo.Opt {
 	return []kgo.Opt{
 		kgo.ConsumeTopics(b.topo.topics...),
 		kgo.Balancers(b),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(b.PartitionsAssigned),
+		kgo.OnPartitionsRevoked(b.PartitionsRevoked),
 		kgo.OnPartitionsLost(b.PartitionsLost),
 	}
 }
@@ -265,10 +359,28 @@ func (b *Balancer) checkDeadline() {
 	}
 }
 
+// rejoin starts a rebalance, but no sooner than one heartbeat interval
+// after the member's session began: a member that rejoins the moment it has
+// its own assignment can start the next rebalance before a slower member's
+// SyncGroup reaches the broker, which then refuses it, and that member
+// joins again without ever seeing its assignment (a learned tag, say).
 func (b *Balancer) rejoin() {
-	if cl := b.cl.Load(); cl != nil {
-		cl.ForceRebalance()
+	cl := b.cl.Load()
+	if cl == nil {
+		return
 	}
+	settle, ok := cl.OptValue(kgo.HeartbeatInterval).(time.Duration)
+	if !ok {
+		settle = 3 * time.Second // kgo's default
+	}
+	b.mu.Lock()
+	wait := time.Until(b.sessionStart.Add(settle))
+	b.mu.Unlock()
+	if wait > 0 {
+		time.AfterFunc(wait, cl.ForceRebalance)
+		return
+	}
+	cl.ForceRebalance()
 }
 
 // ProtocolName implements kgo.GroupBalancer.
@@ -277,123 +389,6 @@ func (b *Balancer) ProtocolName() string { return ProtocolName }
 // IsCooperative implements kgo.GroupBalancer: members keep their partitions
 // across rebalances.
 func (b *Balancer) IsCooperative() bool { return true }
-
-// JoinGroupMetadata implements kgo.GroupBalancer: it joins the member's
-// Worker, stops the tasks it gives up at this join (tagged learned by the
-// last assignment) and encodes its status.
-func (b *Balancer) JoinGroupMetadata(topics []string, owned map[string][]int32, generation int32) []byte {
-	b.mu.Lock()
-	m := b.w.Join()
-	var stop []string
-	for _, t := range m.Revoked {
-		if !b.stoppedAtJoin[t] {
-			b.stoppedAtJoin[t] = true
-			stop = append(stop, t)
-		}
-	}
-	b.mu.Unlock()
-	// The task must have stopped before the join is sent: the leader may
-	// hand it to its learner in this rebalance.
-	each(b.hooks.StopActive, stop)
-
-	meta := kmsg.NewConsumerMemberMetadata()
-	meta.Version = 3
-	meta.Topics = topics
-	meta.Generation = generation
-	// The active tasks are the owned partitions' tasks (kgo's view, which
-	// the leader must respect anyway) less Revoked, so the user data
-	// leaves them out: for 100 tasks a member that saves 200 bytes a join.
-	m.Assigned = nil
-	// The Worker's report always encodes; if it ever did not, the leader
-	// would still see the owned partitions, so the member still counts.
-	meta.UserData, _ = b.codec.AppendMember(nil, m)
-	for _, topic := range slices.Sorted(maps.Keys(owned)) {
-		op := kmsg.NewConsumerMemberMetadataOwnedPartition()
-		op.Topic, op.Partitions = topic, owned[topic]
-		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
-	}
-	return meta.AppendTo(nil)
-}
-
-// ParseSyncAssignment implements kgo.GroupBalancer: it applies the
-// leader's assignment to the Worker, runs the hooks for the changes and
-// returns the partitions of the member's active tasks.
-func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
-	var ka kmsg.ConsumerMemberAssignment
-	if err := ka.ReadFrom(assignment); err != nil {
-		return nil, fmt.Errorf("kgolearner: sync assignment: %w", err)
-	}
-	partitions := make(map[string][]int32, len(ka.Topics))
-	for _, t := range ka.Topics {
-		partitions[t.Topic] = t.Partitions
-	}
-	as, err := b.codec.DecodeAssignment(ka.UserData)
-	if err != nil {
-		// A leader with another topology or wire version: run what Kafka
-		// assigned, as plain active tasks.
-		as = learner.Assignment{Assigned: b.topo.tasksOf(partitions)}
-	}
-	as.MemberID = workerID
-
-	b.mu.Lock()
-	ch, err := b.w.Apply(as)
-	clear(b.stoppedAtJoin)
-	fire := ch.Shutdown && !b.shutdown
-	b.shutdown = b.shutdown || fire
-	rejoin := err == nil && b.w.ShouldRejoin(time.Now())
-	b.mu.Unlock()
-	if err != nil {
-		return nil, fmt.Errorf("kgolearner: %w", err)
-	}
-
-	each(b.hooks.StopActive, ch.StopActive)
-	each(b.hooks.StopLearning, ch.StopLearning)
-	each(b.hooks.StopStandby, ch.StopStandby)
-	each(b.hooks.StartLearning, ch.StartLearning)
-	each(b.hooks.StartStandby, ch.StartStandby)
-	each(b.hooks.StartActive, ch.StartActive)
-	if fire && b.hooks.Shutdown != nil {
-		go b.hooks.Shutdown()
-	}
-	if rejoin {
-		// Learners became ready while the join was pending; the
-		// heartbeat loop picks the signal up once this session starts.
-		go b.rejoin()
-	}
-	return partitions, nil
-}
-
-// PartitionsLost is the balancer's kgo.OnPartitionsLost callback (Opts sets
-// it). The client lost its session, and with it its partitions: the member
-// stops its active tasks and rejoins as a new member. Its learners and
-// standbys carry on, since their local state is still good.
-func (b *Balancer) PartitionsLost(context.Context, *kgo.Client, map[string][]int32) {
-	b.mu.Lock()
-	old := b.w.Join() // reads the state; the old Worker is dropped
-	b.w = learner.NewWorker(workerID, b.policy)
-	keep := learner.Assignment{MemberID: workerID, Learning: old.Learning, Standby: old.Standby}
-	var stopLearning, stopStandby []string
-	if _, err := b.w.Apply(keep); err != nil {
-		// Cannot happen (a Worker never reports a task twice), but if it
-		// did, the member would start afresh.
-		b.w = learner.NewWorker(workerID, b.policy)
-		stopLearning, stopStandby = old.Learning, old.Standby
-	}
-	for _, t := range old.Ready {
-		b.w.Restored(t)
-	}
-	var stop []string
-	for _, t := range slices.Concat(old.Assigned, old.Revoked) {
-		if !b.stoppedAtJoin[t] {
-			stop = append(stop, t)
-		}
-	}
-	clear(b.stoppedAtJoin)
-	b.mu.Unlock()
-	each(b.hooks.StopActive, stop)
-	each(b.hooks.StopLearning, stopLearning)
-	each(b.hooks.StopStandby, stopStandby)
-}
 
 // MemberBalancer implements kgo.GroupBalancer: when the client leads the
 // group, it decodes every member's kmsg.ConsumerMemberMetadata.
@@ -405,11 +400,7 @@ func (b *Balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.G
 	return cb, cb.MemberTopics(), nil
 }
 
-func each(hook func(string), tasks []string) {
-	if hook == nil {
-		return
-	}
-	for _, t := range tasks {
-		hook(t)
-	}
+// commitContext bounds one commit of stopping tasks' offsets.
+func (b *Balancer) commitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, b.commitTimeout)
 }

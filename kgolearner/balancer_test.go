@@ -2,13 +2,16 @@ package kgolearner
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,9 +24,7 @@ var testTopology = []Subtopology{
 func newTestBalancer(t testing.TB, subs []Subtopology) *Balancer {
 	t.Helper()
 	b, err := New(Config{Subtopologies: subs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return b
 }
 
@@ -33,43 +34,35 @@ func TestTopologyMapsTasksToPartitions(t *testing.T) {
 	for _, task := range b.Tasks() {
 		ids = append(ids, fmt.Sprintf("%s:%v", task.ID, task.Stateful))
 	}
-	if got, want := strings.Join(ids, " "), "0_0:true 0_1:true 0_2:true 1_0:false 1_1:false"; got != want {
-		t.Errorf("Tasks() = %s, want %s", got, want)
-	}
+	assert.Equal(t, "0_0:true 0_1:true 0_2:true 1_0:false 1_1:false", strings.Join(ids, " "), "Tasks()")
 	for _, c := range []struct {
 		topic     string
 		partition int32
 		task      string
 	}{{"orders", 2, "0_2"}, {"payments", 0, "0_0"}, {"clicks", 1, "1_1"}, {"clicks", 2, ""}, {"other", 0, ""}, {"orders", -1, ""}} {
-		if got, ok := b.TaskOf(c.topic, c.partition); got != c.task || ok != (c.task != "") {
-			t.Errorf("TaskOf(%q, %d) = %q, %v; want %q", c.topic, c.partition, got, ok, c.task)
-		}
+		got, ok := b.TaskOf(c.topic, c.partition)
+		assert.Equal(t, c.task, got, "TaskOf(%q, %d)", c.topic, c.partition)
+		assert.Equal(t, c.task != "", ok, "TaskOf(%q, %d) ok", c.topic, c.partition)
 	}
-	if got, want := b.Partitions("0_1"), map[string][]int32{"orders": {1}, "payments": {1}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("Partitions(0_1) = %v, want %v", got, want)
-	}
-	if got := b.Partitions("9_9"); got != nil {
-		t.Errorf("Partitions(9_9) = %v, want nil", got)
-	}
+	assert.Equal(t, map[string][]int32{"orders": {1}, "payments": {1}}, b.Partitions("0_1"), "Partitions(0_1)")
+	assert.Nil(t, b.Partitions("9_9"), "Partitions(9_9)")
 	// A task is owned only when all its co-partitioned partitions are.
 	owned := map[string][]int32{"orders": {0, 1, 1}, "payments": {1}, "clicks": {0}}
-	if got, want := b.topo.tasksOf(owned), []string{"0_1", "1_0"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("tasksOf(%v) = %v, want %v", owned, got, want)
-	}
+	assert.Equal(t, []string{"0_1", "1_0"}, b.topo.tasksOf(owned), "tasksOf(%v)", owned)
 }
 
-func TestNewRejectsBadTopology(t *testing.T) {
-	for _, subs := range [][]Subtopology{
-		{{Topics: nil, Partitions: 1}},
-		{{Topics: []string{"a"}, Partitions: 0}},
-		{{Topics: []string{"a"}, Partitions: 1}, {Topics: []string{"b", "a"}, Partitions: 1}},
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{Subtopologies: []Subtopology{{Topics: nil, Partitions: 1}}},
+		{Subtopologies: []Subtopology{{Topics: []string{"a"}, Partitions: 0}}},
+		{Subtopologies: []Subtopology{{Topics: []string{"a"}, Partitions: 1}, {Topics: []string{"b", "a"}, Partitions: 1}}},
+		{Subtopologies: testTopology, Options: learner.Options{Standbys: -1}},
+		{Subtopologies: testTopology, CommitTimeout: -1},
 	} {
-		if _, err := New(Config{Subtopologies: subs}); err == nil || !strings.HasPrefix(err.Error(), "kgolearner: ") {
-			t.Errorf("New(%+v) error = %v, want a kgolearner: error", subs, err)
+		_, err := New(cfg)
+		if assert.Error(t, err, "New(%+v)", cfg) {
+			assert.True(t, strings.HasPrefix(err.Error(), "kgolearner: "), "New(%+v) error = %v, want a kgolearner: error", cfg, err)
 		}
-	}
-	if _, err := New(Config{Subtopologies: testTopology, Options: learner.Options{Standbys: -1}}); err == nil {
-		t.Errorf("New(Standbys: -1) error = nil, want one")
 	}
 }
 
@@ -81,14 +74,11 @@ func TestLearnerID(t *testing.T) {
 		"":                 "-cbf29ce484222325",
 		"rack/eu-west-1a!": "rack.2feu-west-1a.21",
 	} {
-		if got := LearnerID(in); got != want {
-			t.Errorf("LearnerID(%q) = %q, want %q", in, got, want)
-		}
+		assert.Equal(t, want, LearnerID(in), "LearnerID(%q)", in)
 	}
 	long := LearnerID(strings.Repeat("é", 200))
-	if len(long) > 255 || long == LearnerID(strings.Repeat("é", 201)) {
-		t.Errorf("LearnerID(400 bytes) = %q (%d bytes), want at most 255 bytes and distinct from a longer ID", long, len(long))
-	}
+	assert.LessOrEqual(t, len(long), 255, "LearnerID(400 bytes)")
+	assert.NotEqual(t, LearnerID(strings.Repeat("é", 201)), long, "LearnerID of two long IDs")
 }
 
 // joinMember builds what the coordinator hands the leader for one member.
@@ -121,41 +111,36 @@ func (b *Balancer) encodeMember(t testing.TB, m learner.MemberMetadata) []byte {
 	t.Helper()
 	m.ID = workerID
 	data, err := b.codec.AppendMember(nil, m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return data
 }
 
 // balance runs the leader's side on the given members and returns each
-// member's partitions and decoded assignment, by member ID.
+// member's partitions and decoded assignment (its Assigned from the
+// partitions, as members read it), by member ID.
 func (b *Balancer) balance(t testing.TB, members []kmsg.JoinGroupResponseMember, counts map[string]int32) (map[string]map[string][]int32, map[string]learner.Assignment, Round) {
 	t.Helper()
 	var round Round
 	b.hooks.Rebalanced = func(r Round) { round = r }
 	gb, _, err := b.MemberBalancer(members)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	into, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(counts)
-	if err != nil {
-		t.Fatalf("BalanceOrError = %v", err)
-	}
+	require.NoError(t, err, "BalanceOrError")
+	tasks := b.Tasks()
+	assert.Empty(t, learnertest.Check(tasks, b.assignor.Options(), round.Members, round.Planned), "learnertest.Check of Assign's plan")
+	assert.Empty(t, learnertest.CheckRound(tasks, round.Members, round.Assignments, round.Withheld), "learnertest.CheckRound of what was sent")
 	parts := map[string]map[string][]int32{}
 	tags := map[string]learner.Assignment{}
 	for _, sa := range into.IntoSyncAssignment() {
 		var ka kmsg.ConsumerMemberAssignment
-		if err := ka.ReadFrom(sa.MemberAssignment); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, ka.ReadFrom(sa.MemberAssignment))
 		parts[sa.MemberID] = map[string][]int32{}
 		for _, at := range ka.Topics {
 			parts[sa.MemberID][at.Topic] = at.Partitions
 		}
 		as, err := b.codec.DecodeAssignment(ka.UserData)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		as.Assigned = b.topo.tasksOf(parts[sa.MemberID])
 		tags[sa.MemberID] = as
 	}
 	return parts, tags, round
@@ -163,45 +148,72 @@ func (b *Balancer) balance(t testing.TB, members []kmsg.JoinGroupResponseMember,
 
 var testCounts = map[string]int32{"orders": 3, "payments": 3, "clicks": 2}
 
-// TestLeaderWithholdsOwnedPartitions: S1 gave up 0_0 at join for S2's ready
-// learner, but Kafka still has 0_0's partitions on S1. The leader must not
-// hand them to S2 in this generation: S2 keeps learning 0_0, S1 loses the
-// partitions (and revokes them), and the next rebalance hands them over.
-func TestLeaderWithholdsOwnedPartitions(t *testing.T) {
-	b := newTestBalancer(t, testTopology)
-	members := []kmsg.JoinGroupResponseMember{
-		b.joinMember("S1", b.encodeMember(t, learner.MemberMetadata{Revoked: []string{"0_0"}}),
-			map[string][]int32{"orders": {0, 1, 2}, "payments": {0, 1, 2}, "clicks": {0, 1}}),
-		b.joinMember("S2", b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0"}, Ready: []string{"0_0"}}), nil),
-	}
-	parts, tags, round := b.balance(t, members, testCounts)
-	if got := parts["S2"]["orders"]; len(got) > 0 {
-		t.Errorf("S2 gets orders %v while S1 still owns them, want nothing of 0_0", got)
-	}
-	if got := tags["S2"].Learning; !reflect.DeepEqual(got, []string{"0_0"}) {
-		t.Errorf("S2's learning = %v, want [0_0] kept while the task is withheld", got)
-	}
-	if got := parts["S1"]["orders"]; reflect.DeepEqual(got, []int32{0, 1, 2}) {
-		t.Errorf("S1 keeps orders %v, want partition 0 revoked", got)
-	}
-	// Balancing also moves stateless 1_0 to S2, which needs no learner
-	// but waits all the same.
-	if !reflect.DeepEqual(round.Withheld, []string{"0_0", "1_0"}) {
-		t.Errorf("Round.Withheld = %v, want [0_0 1_0]", round.Withheld)
-	}
+// everything is every partition of testTopology.
+var everything = map[string][]int32{"orders": {0, 1, 2}, "payments": {0, 1, 2}, "clicks": {0, 1}}
 
-	// Next generation: S1 revoked the partitions and no longer reports 0_0.
-	next := []kmsg.JoinGroupResponseMember{
-		b.joinMember("S1", b.encodeMember(t, learner.MemberMetadata{}), parts["S1"]),
+// TestLeaderHandsReleasedTaskToReadyLearner: S1 released 0_0 at this join
+// (it reports 0_0 revoked and leaves its partitions out of its owned ones)
+// and S2's learner of 0_0 is ready: S2 gets 0_0's partitions in this very
+// rebalance.
+func TestLeaderHandsReleasedTaskToReadyLearner(t *testing.T) {
+	b := newTestBalancer(t, testTopology)
+	parts, tags, round := b.balance(t, []kmsg.JoinGroupResponseMember{
+		b.joinMember("S1", b.encodeMember(t, learner.MemberMetadata{Revoked: []string{"0_0"}}),
+			map[string][]int32{"orders": {1, 2}, "payments": {1, 2}, "clicks": {0, 1}}),
 		b.joinMember("S2", b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0"}, Ready: []string{"0_0"}}), nil),
-	}
-	parts, tags, round = b.balance(t, next, testCounts)
-	if got := parts["S2"]; !reflect.DeepEqual(got["orders"], []int32{0}) || !reflect.DeepEqual(got["payments"], []int32{0}) {
-		t.Errorf("S2 gets %v in the next generation, want 0_0's partitions", got)
-	}
-	if got := tags["S2"].Assigned; !reflect.DeepEqual(got, []string{"0_0", "1_0"}) || len(round.Withheld) > 0 {
-		t.Errorf("S2's assigned = %v (withheld %v), want [0_0 1_0] and nothing withheld", got, round.Withheld)
-	}
+	}, testCounts)
+	assert.Equal(t, []int32{0}, parts["S2"]["orders"], "S2's orders")
+	assert.Equal(t, []int32{0}, parts["S2"]["payments"], "S2's payments")
+	assert.Contains(t, tags["S2"].Assigned, "0_0", "S2's active tasks")
+	assert.NotContains(t, tags["S2"].Learning, "0_0", "S2's learning after the promotion")
+	assert.NotContains(t, tags["S1"].Assigned, "0_0", "S1's active tasks")
+	assert.NotContains(t, round.Deferred, "0_0", "Round.Deferred")
+}
+
+// TestLeaderGivesReleasedTaskBack: S1 released 0_0 but S2's learner is not
+// ready: S1 gets 0_0 back, still tagged learned, and S2 keeps learning.
+func TestLeaderGivesReleasedTaskBack(t *testing.T) {
+	b := newTestBalancer(t, testTopology)
+	_, tags, round := b.balance(t, []kmsg.JoinGroupResponseMember{
+		b.joinMember("S1", b.encodeMember(t, learner.MemberMetadata{Revoked: []string{"0_0"}}),
+			map[string][]int32{"orders": {1, 2}, "payments": {1, 2}, "clicks": {0, 1}}),
+		b.joinMember("S2", b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0"}}), nil),
+	}, testCounts)
+	assert.Contains(t, tags["S1"].Assigned, "0_0", "S1's active tasks")
+	assert.Contains(t, tags["S1"].Learned, "0_0", "S1's learned tags")
+	assert.Contains(t, tags["S2"].Learning, "0_0", "S2's learning")
+	// Balancing moves stateless 1_0 to S2, which S1 still owns: deferred.
+	assert.Equal(t, []string{"1_0"}, round.Deferred, "Round.Deferred")
+}
+
+// TestLeaderDefersOwnedTasks: S1 still owns 0_0 (its release failed) while
+// S2's learner is ready, and balancing moves stateless 1_0 to S2. Kafka
+// cannot make S1 stop first, so S1 keeps both for one generation, tagged
+// learned, and S2 learns both; in the next rebalance (which S1 starts, see
+// TestMemberSideHooks) S1 releases them and S2 gets them.
+func TestLeaderDefersOwnedTasks(t *testing.T) {
+	b := newTestBalancer(t, testTopology)
+	ready := b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0"}, Ready: []string{"0_0"}})
+	parts, tags, round := b.balance(t, []kmsg.JoinGroupResponseMember{
+		b.joinMember("S1", b.encodeMember(t, learner.MemberMetadata{}), everything),
+		b.joinMember("S2", ready, nil),
+	}, testCounts)
+	assert.Equal(t, []string{"0_0", "1_0"}, round.Deferred, "Round.Deferred")
+	assert.Empty(t, parts["S2"], "S2's partitions while S1 owns them")
+	assert.Equal(t, []string{"0_0", "1_0"}, tags["S2"].Learning, "S2's learning")
+	assert.Equal(t, []string{"0_0", "0_1", "0_2", "1_0", "1_1"}, tags["S1"].Assigned, "S1's active tasks")
+	assert.Equal(t, []string{"0_0", "1_0"}, tags["S1"].Learned, "S1's learned tags")
+	assert.Contains(t, round.Planned[1].Assigned, "0_0", "Assign's plan for S2")
+
+	// Next rebalance: S1 released both.
+	parts, tags, round = b.balance(t, []kmsg.JoinGroupResponseMember{
+		b.joinMember("S1", b.encodeMember(t, learner.MemberMetadata{Revoked: []string{"0_0", "1_0"}}),
+			map[string][]int32{"orders": {1, 2}, "payments": {1, 2}, "clicks": {1}}),
+		b.joinMember("S2", b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0", "1_0"}, Ready: []string{"0_0"}}), nil),
+	}, testCounts)
+	assert.Empty(t, round.Deferred, "Round.Deferred in the next rebalance")
+	assert.Equal(t, []string{"0_0", "1_0"}, tags["S2"].Assigned, "S2's active tasks in the next rebalance")
+	assert.Equal(t, map[string][]int32{"orders": {0}, "payments": {0}, "clicks": {0}}, parts["S2"], "S2's partitions")
 }
 
 // TestLeaderFallsBackOnOwnedPartitions: a member whose user data does not
@@ -210,200 +222,152 @@ func TestLeaderWithholdsOwnedPartitions(t *testing.T) {
 func TestLeaderFallsBackOnOwnedPartitions(t *testing.T) {
 	b := newTestBalancer(t, testTopology)
 	other := newTestBalancer(t, []Subtopology{{Topics: []string{"orders", "payments"}, Partitions: 3, Stateful: true}})
-	members := []kmsg.JoinGroupResponseMember{
+	_, tags, round := b.balance(t, []kmsg.JoinGroupResponseMember{
 		b.joinMember("S1", []byte("garbage"), map[string][]int32{"orders": {0, 1, 2}, "payments": {0, 1, 2}}),
 		b.joinMember("S2", other.encodeMember(t, learner.MemberMetadata{Assigned: []string{"0_0"}, Leaving: true}),
 			map[string][]int32{"clicks": {0, 1}}),
-	}
-	_, tags, round := b.balance(t, members, testCounts)
-	if round.Undecoded != 2 {
-		t.Errorf("Round.Undecoded = %d, want 2", round.Undecoded)
-	}
-	want := []learner.MemberMetadata{
+	}, testCounts)
+	assert.Equal(t, 2, round.Undecoded, "Round.Undecoded")
+	assert.Equal(t, []learner.MemberMetadata{
 		{ID: "S1", Assigned: []string{"0_0", "0_1", "0_2"}},
 		{ID: "S2", Assigned: []string{"1_0", "1_1"}, Leaving: true},
-	}
-	if !reflect.DeepEqual(round.Members, want) {
-		t.Errorf("Round.Members = %+v, want %+v", round.Members, want)
-	}
-	if got := tags["S1"].Assigned; !reflect.DeepEqual(got, []string{"0_0", "0_1", "0_2"}) {
-		t.Errorf("S1's assigned = %v, want the tasks it owns", got)
-	}
+	}, round.Members, "Round.Members")
+	assert.Equal(t, []string{"0_0", "0_1", "0_2"}, tags["S1"].Assigned, "S1's active tasks")
 }
 
 // TestLeaderToleratesContradictions: a member whose user data contradicts
-// its owned partitions and a zombie still claiming partitions
-// that moved on do not fail the rebalance, steal tasks or hold up their
-// current owner.
+// its owned partitions and a zombie still claiming partitions that moved on
+// do not fail the rebalance, steal tasks or hold up their current owner.
+// (User data cannot contradict itself: the wire codec refuses to encode or
+// decode that.)
 func TestLeaderToleratesContradictions(t *testing.T) {
 	b := newTestBalancer(t, testTopology)
-	members := []kmsg.JoinGroupResponseMember{
-		// Learns 0_0 while owning it. (User data cannot contradict itself:
-		// the wire codec refuses to encode or decode that.)
+	parts, _, round := b.balance(t, []kmsg.JoinGroupResponseMember{
+		// Learns 0_0 while owning it.
 		b.joinMemberAt("S1", 5, b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0", "0_1"}, Ready: []string{"0_1"}}),
 			map[string][]int32{"orders": {0}, "payments": {0}}),
 		// A zombie from generation 3 still claims 0_0 and 1_0.
 		b.joinMemberAt("S2", 3, b.encodeMember(t, learner.MemberMetadata{}), map[string][]int32{"orders": {0}, "payments": {0}, "clicks": {0}}),
-	}
-	parts, _, round := b.balance(t, members, testCounts)
-	want := []learner.MemberMetadata{
+	}, testCounts)
+	assert.Equal(t, []learner.MemberMetadata{
 		{ID: "S1", Assigned: []string{"0_0"}, Learning: []string{"0_1"}, Ready: []string{"0_1"}},
 		{ID: "S2", Assigned: []string{"1_0"}},
-	}
-	if !reflect.DeepEqual(round.Members, want) {
-		t.Errorf("Round.Members = %+v, want %+v", round.Members, want)
-	}
-	if slices.Contains(round.Withheld, "0_0") || !slices.Contains(parts["S1"]["orders"], 0) || slices.Contains(parts["S2"]["orders"], 0) {
-		t.Errorf("plan %v, withheld %v: want S1 to keep 0_0 and the zombie S2 to lose it", parts, round.Withheld)
-	}
+	}, round.Members, "Round.Members")
+	assert.NotContains(t, round.Deferred, "0_0", "Round.Deferred")
+	assert.Contains(t, parts["S1"]["orders"], int32(0), "S1 keeps 0_0")
+	assert.NotContains(t, parts["S2"]["orders"], int32(0), "the zombie S2 loses 0_0")
 }
 
 func TestLeaderRejectsPartitionCountMismatch(t *testing.T) {
 	b := newTestBalancer(t, testTopology)
 	gb, _, err := b.MemberBalancer([]kmsg.JoinGroupResponseMember{b.joinMember("S1", nil, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, counts := range []map[string]int32{
 		{"orders": 4, "payments": 3, "clicks": 2},
 		{"orders": 3, "clicks": 2},
 	} {
-		if _, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(counts); err == nil || !strings.Contains(err.Error(), "payments") && !strings.Contains(err.Error(), "orders") {
-			t.Errorf("BalanceOrError(%v) error = %v, want one naming the topic", counts, err)
+		_, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(counts)
+		if assert.Error(t, err, "BalanceOrError(%v)", counts) {
+			assert.Regexp(t, "orders|payments", err.Error(), "BalanceOrError(%v) names the topic", counts)
 		}
 	}
 }
 
-// bigGroup builds the JoinGroup members of a balanced group of 1,000
-// members and 100,000 tasks (one topic of 100,000 partitions) with one
-// standby each: member i owns every 1,000th partition from i and keeps
-// standbys of the next ones.
-func bigGroup(t testing.TB) (b *Balancer, members []kmsg.JoinGroupResponseMember, userData int) {
-	const size, tasks = 1000, 100_000
-	b = newTestBalancer(t, []Subtopology{{Topics: []string{"input"}, Partitions: tasks, Stateful: true}})
-	for i := range size {
-		var m learner.MemberMetadata
-		owned := map[string][]int32{}
-		for task := i; task < tasks; task += size {
-			// JoinGroupMetadata leaves Assigned to the owned partitions.
-			m.Standby = append(m.Standby, fmt.Sprintf("0_%d", (task+1)%tasks))
-			owned["input"] = append(owned["input"], int32(task))
-		}
-		data := b.encodeMember(t, m)
-		userData += len(data)
-		// A kgo member ID: client ID, '-', UUID.
-		members = append(members, b.joinMember(fmt.Sprintf("kgo-%08x-1c2d-4e5f-8a9b-0c1d2e3f4a5b", i), data, owned))
-	}
-	return b, members, userData
-}
-
-// TestJoinGroupPayload measures the leader's whole JoinGroup response, as
-// Kafka frames it, for 1,000 members and 100,000 tasks with one standby
-// each: member IDs, subscriptions, owned partitions and the learner user
-// data.
-func TestJoinGroupPayload(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a 100,000-task topology")
-	}
-	_, members, userData := bigGroup(t)
-	resp := kmsg.NewJoinGroupResponse()
-	resp.Version = 9
-	resp.Members = members
-	total := len(resp.AppendTo(nil))
-	n := float64(len(members))
-	t.Logf("JoinGroup response for %d members x 100000 tasks, 1 standby: %d bytes (%.0f per member), of which learner user data %d bytes (%.0f per member)",
-		len(members), total, float64(total)/n, userData, float64(userData)/n)
-	if total > 1_000_000 {
-		t.Errorf("JoinGroup response = %d bytes, want under Kafka's 1 MB default", total)
-	}
-}
-
-// BenchmarkLeaderBalance measures one rebalance of that group on the
-// leader: decoding every member, Assign, withholding and encoding the plan.
-func BenchmarkLeaderBalance(b *testing.B) {
-	bal, members, _ := bigGroup(b)
-	counts := map[string]int32{"input": 100_000}
-	b.ResetTimer()
-	for b.Loop() {
-		gb, _, err := bal.MemberBalancer(members)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(counts); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// syncBytes encodes what the leader sends one member, under the
-// placeholder member ID.
+// syncBytes encodes what the leader sends one member: its active tasks as
+// partitions, its tags in the user data (see assignmentUserData).
 func (b *Balancer) syncBytes(t testing.TB, as learner.Assignment) []byte {
 	t.Helper()
-	as.MemberID = workerID
 	ka := kmsg.NewConsumerMemberAssignment()
 	ka.Topics = b.partitionsOf(as.Assigned)
 	var err error
-	if ka.UserData, err = b.codec.AppendAssignment(nil, as); err != nil {
-		t.Fatal(err)
-	}
+	ka.UserData, err = b.assignmentUserData(as)
+	require.NoError(t, err)
 	return ka.AppendTo(nil)
 }
 
-// TestMemberSideHooks follows one member through an assignment, a join
-// that gives up a learned task, the leader handing the task back, and a
-// lost session: the hooks fire once per change, stops before starts.
+// TestMemberSideHooks follows one member through an assignment, the end of
+// its session (it releases its learned task), its join (which leaves the
+// released task's partitions out), the leader handing the task back, a
+// release whose StopActive fails, and a lost session. Hooks run only from
+// kgo's callbacks, once per change, stops before starts; nothing runs
+// inside JoinGroupMetadata or ParseSyncAssignment.
 func TestMemberSideHooks(t *testing.T) {
 	var events []string
+	failStop := false
 	record := func(what string) func(string) { return func(task string) { events = append(events, what+" "+task) } }
 	b, err := New(Config{Subtopologies: testTopology, Hooks: Hooks{
-		StartActive: record("start"), StopActive: record("stop"),
+		StartActive: record("start"),
+		StopActive: func(task string) error {
+			events = append(events, "stop "+task)
+			if failStop {
+				return errors.New("flush failed")
+			}
+			return nil
+		},
+		LoseActive:    record("lose"),
 		StartLearning: record("learn"), StopLearning: record("unlearn"),
 		StartStandby: record("standby"), StopStandby: record("unstandby"),
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	expect := func(step string, want ...string) {
 		t.Helper()
-		if !slices.Equal(events, want) {
-			t.Errorf("%s: hooks %q, want %q", step, events, want)
-		}
+		assert.Equal(t, want, events, "%s: hooks", step)
 		events = nil
 	}
-
-	parts, err := b.ParseSyncAssignment(b.syncBytes(t, learner.Assignment{
-		Assigned: []string{"0_0", "1_0"}, Learned: []string{"0_0"}, Learning: []string{"0_1"}, Standby: []string{"0_2"}}))
-	if want := map[string][]int32{"orders": {0}, "payments": {0}, "clicks": {0}}; err != nil || !reflect.DeepEqual(parts, want) {
-		t.Fatalf("ParseSyncAssignment = %v, %v; want %v", parts, err, want)
+	ctx := context.Background()
+	topics := []string{"clicks", "orders", "payments"}
+	join := func(owned map[string][]int32) (kmsg.ConsumerMemberMetadata, learner.MemberMetadata) {
+		t.Helper()
+		var meta kmsg.ConsumerMemberMetadata
+		require.NoError(t, meta.ReadFrom(b.JoinGroupMetadata(topics, owned, 7)))
+		m, err := b.codec.DecodeMember(meta.UserData)
+		require.NoError(t, err)
+		return meta, m
 	}
-	expect("first assignment", "learn 0_1", "standby 0_2", "start 0_0", "start 1_0")
-
-	var meta kmsg.ConsumerMemberMetadata
-	if err := meta.ReadFrom(b.JoinGroupMetadata([]string{"clicks", "orders", "payments"}, parts, 7)); err != nil {
-		t.Fatal(err)
-	}
-	expect("join", "stop 0_0") // learned: given up before the join goes out
-	b.JoinGroupMetadata([]string{"clicks", "orders", "payments"}, parts, 7)
-	expect("join again")
-	m, err := b.codec.DecodeMember(meta.UserData)
-	if want := (learner.MemberMetadata{ID: workerID, Revoked: []string{"0_0"}, Learning: []string{"0_1"}, Standby: []string{"0_2"}}); err != nil || !reflect.DeepEqual(m, want) || meta.Generation != 7 || len(meta.OwnedPartitions) != 3 {
-		t.Errorf("JoinGroupMetadata = %+v with user data %+v, %v; want generation 7, 3 owned topics and %+v", meta, m, err, want)
+	sync := func(as learner.Assignment) map[string][]int32 {
+		t.Helper()
+		parts, err := b.ParseSyncAssignment(b.syncBytes(t, as))
+		require.NoError(t, err)
+		return parts
 	}
 
-	// The learner was not ready: the leader hands 0_0 back.
-	if _, err := b.ParseSyncAssignment(b.syncBytes(t, learner.Assignment{
-		Assigned: []string{"0_0", "1_0"}, Learning: []string{"0_1"}, Standby: []string{"0_2"}})); err != nil {
-		t.Fatal(err)
+	parts := sync(learner.Assignment{Assigned: []string{"0_0", "1_0"}, Learned: []string{"0_0"}, Learning: []string{"0_1", "1_1"}, Standby: []string{"0_2"}})
+	assert.Equal(t, map[string][]int32{"orders": {0}, "payments": {0}, "clicks": {0}}, parts, "ParseSyncAssignment partitions")
+	expect("sync (hooks wait for the session)")
+	b.PartitionsAssigned(ctx, nil, parts)
+	// 1_1 is a stateless learner: nothing to replay, no hook.
+	expect("session start", "learn 0_1", "standby 0_2", "start 0_0", "start 1_0")
+
+	b.PartitionsRevoked(ctx, nil, nil)
+	expect("session end", "stop 0_0") // learned: released before the join
+	meta, m := join(parts)
+	expect("join")
+	assert.Equal(t, learner.MemberMetadata{ID: workerID, Revoked: []string{"0_0"}, Learning: []string{"0_1", "1_1"}, Standby: []string{"0_2"}}, m, "join's user data")
+	assert.Equal(t, int32(7), meta.Generation, "join's generation")
+	owned := map[string][]int32{}
+	for _, op := range meta.OwnedPartitions {
+		owned[op.Topic] = op.Partitions
 	}
+	assert.Equal(t, map[string][]int32{"clicks": {0}}, owned, "owned partitions without the released 0_0")
+
+	// The learner was not ready: the leader hands 0_0 back, still learned.
+	parts = sync(learner.Assignment{Assigned: []string{"0_0", "1_0"}, Learned: []string{"0_0"}, Learning: []string{"0_1", "1_1"}, Standby: []string{"0_2"}})
+	b.PartitionsAssigned(ctx, nil, map[string][]int32{})
 	expect("task handed back", "start 0_0")
 
-	b.PartitionsLost(context.Background(), nil, parts)
-	expect("lost session", "stop 0_0", "stop 1_0")
-	if err := meta.ReadFrom(b.JoinGroupMetadata([]string{"clicks", "orders", "payments"}, nil, -1)); err != nil {
-		t.Fatal(err)
-	}
-	m, err = b.codec.DecodeMember(meta.UserData)
-	if want := (learner.MemberMetadata{ID: workerID, Learning: []string{"0_1"}, Standby: []string{"0_2"}}); err != nil || !reflect.DeepEqual(m, want) {
-		t.Errorf("join after a lost session reports %+v, %v; want the learner and standby kept: %+v", m, err, want)
-	}
+	// The next release fails: the member keeps 0_0 and reports it owned.
+	failStop = true
+	b.PartitionsRevoked(ctx, nil, nil)
+	expect("failed release", "stop 0_0", "start 0_0")
+	meta, m = join(parts)
+	assert.Empty(t, m.Revoked, "join after a failed release: revoked")
+	assert.Len(t, meta.OwnedPartitions, 3, "join after a failed release: owned topics")
+
+	parts = sync(learner.Assignment{Assigned: []string{"0_0", "1_0"}, Learning: []string{"0_1"}, Standby: []string{"0_2"}})
+	b.PartitionsAssigned(ctx, nil, nil)
+	expect("kept") // 0_0 still runs: no start; 1_1 is stateless: no hook
+	b.PartitionsLost(ctx, nil, parts)
+	expect("lost session", "lose 0_0", "lose 1_0")
+	_, m = join(nil)
+	assert.Equal(t, learner.MemberMetadata{ID: workerID, Learning: []string{"0_1"}, Standby: []string{"0_2"}}, m, "join after a lost session keeps the learner and standby")
 }

@@ -34,7 +34,7 @@ type syncPlan []kmsg.SyncGroupRequestGroupAssignment
 
 func (p syncPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment { return p }
 
-// plan decodes every member, assigns, withholds what another member still
+// plan decodes every member, assigns, defers what another member still
 // owns, and encodes each member's partitions and tags.
 func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (syncPlan, error) {
 	for i, s := range b.topo.subs {
@@ -120,32 +120,46 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		return nil, fmt.Errorf("kgolearner: %w", err)
 	}
 
-	plan := make(syncPlan, 0, len(out))
-	withheld := make([]bool, nt)
-	for _, as := range out {
-		sent := b.withhold(as, claims, withheld)
-		round.Assignments = append(round.Assignments, sent)
+	round.Planned = out
+	sent, deferred := b.handOver(out, claims)
+	round.Assignments = sent
+	plan := make(syncPlan, 0, len(sent))
+	for _, as := range sent {
 		ka := kmsg.NewConsumerMemberAssignment()
-		ka.Topics = b.partitionsOf(sent.Assigned)
-		sent.MemberID = workerID // the coordinator's member ID says whose it is
-		if ka.UserData, err = b.codec.AppendAssignment(nil, sent); err != nil {
+		ka.Topics = b.partitionsOf(as.Assigned)
+		kafkaID := kafkaIDs[as.MemberID]
+		if ka.UserData, err = b.assignmentUserData(as); err != nil {
 			return nil, fmt.Errorf("kgolearner: %w", err)
 		}
 		sa := kmsg.NewSyncGroupRequestGroupAssignment()
-		sa.MemberID = kafkaIDs[as.MemberID]
+		sa.MemberID = kafkaID
 		sa.MemberAssignment = ka.AppendTo(nil)
 		plan = append(plan, sa)
 	}
 	slices.SortFunc(plan, func(x, y kmsg.SyncGroupRequestGroupAssignment) int { return strings.Compare(x.MemberID, y.MemberID) })
-	for t := range b.topo.tasks {
-		if withheld[t] {
-			round.Withheld = append(round.Withheld, b.topo.tasks[t].ID)
+	for t, task := range b.topo.tasks {
+		if deferred[t] != notDeferred {
+			round.Deferred = append(round.Deferred, task.ID)
+		}
+		if deferred[t] == withheld {
+			round.Withheld = append(round.Withheld, task.ID)
 		}
 	}
 	if b.hooks.Rebalanced != nil {
 		b.hooks.Rebalanced(round)
 	}
 	return plan, nil
+}
+
+// assignmentUserData encodes the tags of a member's assignment. The
+// coordinator's member ID says whose it is, so it carries the placeholder
+// workerID; the active tasks travel as partitions, so its assigned list
+// holds only the learned ones (the wire format wants learned tasks among
+// the assigned): for 100 tasks a member that saves 200 bytes in the
+// group's stored metadata. ParseSyncAssignment rebuilds the list.
+func (b *Balancer) assignmentUserData(as learner.Assignment) ([]byte, error) {
+	as.MemberID, as.Assigned = workerID, as.Learned
+	return b.codec.AppendAssignment(nil, as)
 }
 
 // disjoint drops the tasks a member lists twice (a report from a buggy or
@@ -179,38 +193,78 @@ type claim struct {
 	current bool   // from the newest generation that claims the task
 }
 
-// withhold returns as without the active tasks whose partitions another
-// member still owns: Kafka cannot make that member stop before this one
-// starts. A member that already owns a task, by a claim from the newest
-// generation, keeps it whoever else claims it: that creates no new overlap,
-// and the stale claimants are told to revoke it. A withheld stateful task stays a learner task of as's member, so
-// its replayed state is kept and it takes the task over as soon as the
-// owner has revoked it (the task then has no owner and goes to its
-// learner); a stateless one is simply assigned in the next generation.
-func (b *Balancer) withhold(as learner.Assignment, claims [][]claim, withheld []bool) learner.Assignment {
-	var keep, learn []string
-	for _, id := range as.Assigned {
-		t := b.topo.index[id]
-		owns := slices.ContainsFunc(claims[t], func(c claim) bool { return c.id == as.MemberID && c.current })
-		other := slices.ContainsFunc(claims[t], func(c claim) bool { return c.id != as.MemberID })
-		switch {
-		case owns || !other:
-			keep = append(keep, id)
-		case b.topo.tasks[t].Stateful:
-			withheld[t] = true
-			learn = append(learn, id)
-		default:
-			withheld[t] = true
+// handOver applies Kafka's constraint to Assign's result: a partition goes
+// to a member only when no other member reports owning it, since Kafka
+// cannot make that member stop first. A task Assign moves away from a
+// member that still owns it, by a claim from the newest generation that
+// claims it, stays with that member for one more generation, tagged learned,
+// and its new owner learns it (a stateless learner has nothing to replay);
+// the owner releases it when the next rebalance begins, and that rebalance
+// moves it. When only stale claims (a zombie, KIP-792) hold the task, nobody
+// runs it for one generation: the zombie is told to revoke it. Either way
+// the task is deferred. A member that owns a task by a current claim keeps
+// it whoever else claims it: that creates no new overlap.
+//
+// It returns what to send each member and, by task index, which tasks it
+// deferred.
+func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learner.Assignment, []deferral) {
+	pos := make(map[string]int, len(out))
+	sent := make([]learner.Assignment, len(out))
+	for i, as := range out {
+		pos[as.MemberID] = i
+		sent[i] = learner.Assignment{MemberID: as.MemberID, Assigned: slices.Clone(as.Assigned), Revoked: slices.Clone(as.Revoked),
+			Learning: slices.Clone(as.Learning), Learned: slices.Clone(as.Learned), Standby: slices.Clone(as.Standby)}
+	}
+	deferred := make([]deferral, len(b.topo.tasks))
+	for i, as := range out {
+		for _, id := range as.Assigned {
+			t := b.topo.index[id]
+			owns := slices.ContainsFunc(claims[t], func(c claim) bool { return c.id == as.MemberID && c.current })
+			other := slices.ContainsFunc(claims[t], func(c claim) bool { return c.id != as.MemberID })
+			if owns || !other {
+				continue
+			}
+			deferred[t] = withheld
+			to := &sent[i]
+			to.Assigned = remove(to.Assigned, id)
+			to.Learned = remove(to.Learned, id)
+			to.Learning = append(to.Learning, id)
+			k := slices.IndexFunc(claims[t], func(c claim) bool { return c.id != as.MemberID && c.current })
+			if k < 0 {
+				continue // only stale claims: withheld
+			}
+			j, ok := pos[claims[t][k].id]
+			if !ok {
+				continue
+			}
+			deferred[t] = kept
+			from := &sent[j]
+			from.Assigned = append(from.Assigned, id)
+			from.Learned = append(from.Learned, id)
+			from.Revoked = remove(from.Revoked, id)
+			from.Standby = remove(from.Standby, id)
 		}
 	}
-	if len(keep) == len(as.Assigned) {
-		return as
+	for i := range sent {
+		for _, l := range []*[]string{&sent[i].Assigned, &sent[i].Learning, &sent[i].Learned} {
+			b.sort(*l)
+		}
 	}
-	as.Assigned = keep
-	as.Learned = slices.DeleteFunc(slices.Clone(as.Learned), func(id string) bool { return !slices.Contains(keep, id) })
-	as.Learning = slices.Concat(as.Learning, learn)
-	slices.SortFunc(as.Learning, func(x, y string) int { return b.topo.index[x] - b.topo.index[y] })
-	return as
+	return sent, deferred
+}
+
+// deferral is what handOver did with a task Assign moved.
+type deferral uint8
+
+const (
+	notDeferred deferral = iota
+	kept                 // its owner keeps it one more generation
+	withheld             // nobody runs it for one generation (only stale claims)
+)
+
+// remove returns ids without id.
+func remove(ids []string, id string) []string {
+	return slices.DeleteFunc(ids, func(x string) bool { return x == id })
 }
 
 // partitionsOf returns the partitions of tasks, by topic in name order.

@@ -119,3 +119,48 @@ func (t *topology) tasksOf(owned map[string][]int32) []string {
 	}
 	return out
 }
+
+// topicPartition names one partition.
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// partitionSet returns the partitions of tasks (by ID; unknown IDs have
+// none).
+func (t *topology) partitionSet(tasks []string) map[topicPartition]bool {
+	set := map[topicPartition]bool{}
+	for _, id := range tasks {
+		if i, ok := t.index[id]; ok {
+			t.partitions(i, func(topic string, p int32) { set[topicPartition{topic, p}] = true })
+		}
+	}
+	return set
+}
+
+// partitionMap returns the partitions of tasks as kgo takes them (topic ->
+// partitions).
+func (t *topology) partitionMap(tasks []string) map[string][]int32 {
+	m := map[string][]int32{}
+	for tp := range t.partitionSet(tasks) {
+		m[tp.topic] = append(m[tp.topic], tp.partition)
+	}
+	return m
+}
+
+// touches reports whether any partition of task (by ID) is in ps (topic ->
+// partitions).
+func (t *topology) touches(task string, ps map[string][]int32) bool {
+	found := false
+	if i, ok := t.index[task]; ok {
+		t.partitions(i, func(topic string, p int32) { found = found || slices.Contains(ps[topic], p) })
+	}
+	return found
+}
+
+// anyPartition reports whether any partition of task (by index) is in set.
+func (t *topology) anyPartition(task int, set map[topicPartition]bool) bool {
+	found := false
+	t.partitions(task, func(topic string, p int32) { found = found || set[topicPartition{topic, p}] })
+	return found
+}

@@ -80,4 +80,7 @@
 // Generate draws one rebalance from a seeded generator (no dependency; each
 // group is reproducible from one seed), Traits says which situations it
 // contains, and Shrink reduces a failing group to a small one to print.
+// Spec.Extreme draws capacities, lags and options from the edges of their
+// ranges (ExtremeCapacities, ExtremeLags), so that overflow is searched
+// for; OutOfRangeCapacities are the capacities Assign must reject.
 package learnertest

@@ -2,6 +2,7 @@ package learnertest
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -18,7 +19,28 @@ type Spec struct {
 	// Features adds capacities, a learner budget, lag-based readiness,
 	// racks and subtopology IDs.
 	Features bool
+	// Extreme draws the numbers from the edges of their valid ranges, so
+	// that overflow is searched for: capacities from ExtremeCapacities
+	// (the same for every member of a calm group), lags and AcceptableLag
+	// from ExtremeLags, and sometimes the largest Standbys New accepts
+	// and a MaxLearners of MaxInt. It implies Features.
+	Extreme bool
 }
+
+// ExtremeCapacities are the capacities Spec.Extreme draws from: the edges
+// of [0, learner.MaxCapacity].
+var ExtremeCapacities = []int{0, 1, 2, learner.MaxCapacity - 1, learner.MaxCapacity}
+
+// ExtremeLags are the lags Spec.Extreme draws from: small ones, the edges
+// of int32 and float64's exact integers, and the edge of int64.
+var ExtremeLags = []int64{0, 1, 2, math.MaxInt32, 1 << 53, 1 << 62, math.MaxInt64 - 1, math.MaxInt64}
+
+// OutOfRangeCapacities are capacities Assign must reject: past
+// learner.MaxCapacity up to the edge of int.
+var OutOfRangeCapacities = []int{learner.MaxCapacity + 1, 1 << 53, 1 << 62, math.MaxInt}
+
+// pick returns a random element of xs.
+func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
 
 // chance draws one of a few probabilities, so that every kind of group
 // (none, some, most) shows up.
@@ -31,6 +53,7 @@ func chance(r *rand.Rand, ps ...float64) float64 { return ps[r.IntN(len(ps))] }
 // orphans, competing learners, tasks the topology does not have, leaving
 // members, everyone leaving.
 func Generate(r *rand.Rand, spec Spec) learner.Rebalance {
+	spec.Features = spec.Features || spec.Extreme
 	var g learner.Rebalance
 	nm, nt := 0, 0
 	switch x := r.IntN(20); {
@@ -58,6 +81,17 @@ func Generate(r *rand.Rand, spec Spec) learner.Rebalance {
 	if spec.Features && r.IntN(3) == 0 {
 		g.Options.AcceptableLag = 100
 	}
+	if spec.Extreme {
+		if r.IntN(2) == 0 {
+			g.Options.AcceptableLag = pick(r, ExtremeLags)
+		}
+		if r.IntN(4) == 0 {
+			g.Options.MaxLearners = math.MaxInt
+		}
+		if r.IntN(4) == 0 {
+			g.Options.Standbys = learner.MaxStandbyReplicas / max(countStateful(g.Tasks), 1) // the largest New accepts
+		}
+	}
 
 	// Member IDs: distinct numbers in random order, so natural order matters.
 	nums := r.Perm(3 * (nm + 1))[:nm]
@@ -73,9 +107,18 @@ func Generate(r *rand.Rand, spec Spec) learner.Rebalance {
 		racks = 1 + r.IntN(3)
 	}
 	used := make([]map[string]bool, nm)
+	calmCapacity := 0
+	if spec.Extreme {
+		calmCapacity = pick(r, ExtremeCapacities)
+	}
 	for i, n := range nums {
 		m := learner.MemberMetadata{ID: "S" + strconv.Itoa(n+1), Leaving: r.Float64() < pLeaving}
-		if spec.Features && !calm && r.IntN(2) == 0 {
+		switch {
+		case spec.Extreme && calm:
+			m.Capacity = calmCapacity
+		case spec.Extreme:
+			m.Capacity = pick(r, ExtremeCapacities)
+		case spec.Features && !calm && r.IntN(2) == 0:
 			m.Capacity = r.IntN(5)
 		}
 		if racks > 0 {
@@ -107,7 +150,11 @@ func Generate(r *rand.Rand, spec Spec) learner.Rebalance {
 	pLag := chance(r, 0, 0.5)
 	lag := func(m int, id string) {
 		if r.Float64() < pLag {
-			g.Members[m].Lag = append(g.Members[m].Lag, learner.TaskLag{Task: id, Lag: int64(r.IntN(250))})
+			l := int64(r.IntN(250))
+			if spec.Extreme {
+				l = pick(r, ExtremeLags)
+			}
+			g.Members[m].Lag = append(g.Members[m].Lag, learner.TaskLag{Task: id, Lag: l})
 		}
 	}
 	hold := func(id string) {
@@ -185,6 +232,16 @@ func Generate(r *rand.Rand, spec Spec) learner.Rebalance {
 		r.Shuffle(len(mm.Assigned), func(i, j int) { mm.Assigned[i], mm.Assigned[j] = mm.Assigned[j], mm.Assigned[i] })
 	}
 	return g
+}
+
+func countStateful(tasks []learner.Task) int {
+	n := 0
+	for _, t := range tasks {
+		if t.Stateful {
+			n++
+		}
+	}
+	return n
 }
 
 // AllTraits returns every situation Traits recognises: a test that counts

@@ -28,8 +28,8 @@ func (c *Codec) DecodeMember(b []byte) (learner.MemberMetadata, error) {
 	flags := d.byte("flags")
 	m.Leaving = flags&wireFlagLeaving != 0
 	capacity := d.uvarint("capacity")
-	if d.err == nil && capacity > maxWireCapacity {
-		d.fail("capacity %d out of range [0, %d]", capacity, maxWireCapacity)
+	if d.err == nil && capacity > learner.MaxCapacity {
+		d.fail("capacity %d out of range [0, %d]", capacity, learner.MaxCapacity)
 	}
 	m.Capacity = int(capacity)
 	m.Rack = d.id("rack", true)

@@ -14,7 +14,7 @@ import (
 // learner.ErrInvalidMember, on what Assign would reject in m alone (a
 // malformed or empty ID, a task listed twice in one list or in two of
 // assigned, revoked, learning and standby, a ready task not in learning, a
-// negative capacity or lag) and on a capacity above math.MaxInt32.
+// capacity out of [0, learner.MaxCapacity] or a negative lag).
 func (c *Codec) AppendMember(b []byte, m learner.MemberMetadata) ([]byte, error) {
 	fail := func(err error) ([]byte, error) {
 		return nil, fmt.Errorf("wire: encode member %q: %v: %w", m.ID, err, learner.ErrInvalidMember)
@@ -22,8 +22,8 @@ func (c *Codec) AppendMember(b []byte, m learner.MemberMetadata) ([]byte, error)
 	if err := checkID("member ID", m.ID); err != nil {
 		return fail(err)
 	}
-	if m.Capacity < 0 || m.Capacity > maxWireCapacity {
-		return fail(fmt.Errorf("capacity %d out of range [0, %d]", m.Capacity, maxWireCapacity))
+	if m.Capacity < 0 || m.Capacity > learner.MaxCapacity {
+		return fail(fmt.Errorf("capacity %d out of range [0, %d]", m.Capacity, learner.MaxCapacity))
 	}
 	if m.Rack != "" {
 		if err := checkID("rack", m.Rack); err != nil {

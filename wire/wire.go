@@ -58,7 +58,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/fnv"
-	"math"
 
 	"github.com/learnerassignor/learner"
 )
@@ -85,7 +84,6 @@ const (
 	wireTasksetBitset   = 1
 	wireTasksetNames    = 2
 	wireTasksetHeaderSh = 2
-	maxWireCapacity     = math.MaxInt32
 )
 
 // The task lists of each message kind, in wire order.

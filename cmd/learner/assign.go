@@ -1,50 +1,119 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/errtext"
+	"github.com/learnerassignor/learner/internal/scenario"
 )
 
-// assignMain reads one rebalance in the notation from FILE (stdin without
-// one) and prints every member's assignment. Malformed notation exits 2 with
-// "line N: ..."; a group the assignor rejects exits 1.
+const assignUsage = `usage: learner assign [FILE]
+
+Reads one rebalance in the design document's notation from FILE (standard
+input when FILE is - or missing) and prints every member's assignment, one
+line each. Tasks a member lists that the tasks: line lacks are warned about
+on standard error: the assignor treats them as tasks the topology no longer
+has.
+
+Exit status: 0 when assigned, 1 when the assignor rejects the group, 2 for
+malformed notation or an unreadable file. Errors name the input line.
+
+A scenario script (as in testdata/scenarios: blocks of "assign", a
+rebalance, "----" and its output) is replayed instead: every block is run
+and the script printed back with the outputs it gives now, so that
+"learner assign FILE | diff FILE -" shows what changed. Rejected input is
+output there ("error: ..."), not an exit status.
+`
+
+// assignMain runs `learner assign`.
 func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 1 {
-		fmt.Fprintln(stderr, "usage: learner assign [FILE]")
+	file, help, err := assignArgs(args)
+	switch {
+	case help:
+		fmt.Fprint(stdout, assignUsage)
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "learner assign: %v (run learner assign -h for usage)\n", err)
 		return 2
 	}
-	src, err := readInput(args, stdin)
+	src, err := readInput(file, stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "learner assign: %v\n", err)
 		return 2
 	}
-	r, err := learner.ParseRebalance(string(src))
+	text := strings.TrimPrefix(string(src), "\uFEFF") // a byte-order mark
+	if scenario.IsScript(text) {
+		return replay(text, stdout, stderr)
+	}
+	r, err := learner.ParseRebalance(text)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	a, err := learner.New(r.Tasks, r.Options)
-	if err == nil {
-		var out []learner.Assignment
-		if out, err = a.Assign(r.Members); err == nil {
-			fmt.Fprint(stdout, learner.FormatAssignments(out))
-			return 0
-		}
+	for _, w := range r.Warnings() {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
-	fmt.Fprintf(stderr, "invalid group: %v\n", err)
-	if errors.Is(err, learner.ErrInvalidOptions) || errors.Is(err, learner.ErrInvalidTopology) {
+	a, err := learner.New(r.Tasks, r.Options)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	return 1
+	out, err := a.Assign(r.Members)
+	if err != nil {
+		fmt.Fprintln(stderr, r.Locate(err))
+		return 1
+	}
+	fmt.Fprint(stdout, learner.FormatAssignments(out))
+	return 0
 }
 
-func readInput(args []string, stdin io.Reader) ([]byte, error) {
-	if len(args) == 1 {
-		return os.ReadFile(args[0])
+// replay runs every block of a scenario script and prints the script with
+// the outputs they give.
+func replay(src string, stdout, stderr io.Writer) int {
+	s, err := scenario.Parse(src)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
 	}
-	return io.ReadAll(stdin)
+	for i := range s.Blocks {
+		s.Blocks[i].Output = scenario.Run(s.Blocks[i]).Output()
+	}
+	fmt.Fprint(stdout, s.String())
+	return 0
+}
+
+// assignArgs reads assign's arguments: a help flag, or at most one FILE
+// ("-" for stdin; after "--" even a name starting with "-").
+func assignArgs(args []string) (file string, help bool, err error) {
+	var files []string
+	for i, arg := range args {
+		if arg == "--" {
+			files = append(files, args[i+1:]...)
+			break
+		}
+		switch {
+		case arg == "-h" || arg == "-help" || arg == "--help":
+			return "", true, nil
+		case arg != "-" && strings.HasPrefix(arg, "-"):
+			return "", false, fmt.Errorf("unknown flag %s", errtext.Quote(arg))
+		}
+		files = append(files, arg)
+	}
+	if len(files) > 1 {
+		return "", false, fmt.Errorf("want at most one FILE, got %d", len(files))
+	}
+	files = append(files, "")
+	return files[0], false, nil
+}
+
+// readInput reads the named file, or stdin for "" and "-".
+func readInput(name string, stdin io.Reader) ([]byte, error) {
+	if name == "" || name == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(name)
 }

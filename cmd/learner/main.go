@@ -1,6 +1,7 @@
 // Command learner runs the learner assignor from the command line.
 //
-//	learner assign [FILE]     one rebalance in the design document's notation
+//	learner assign [FILE]     one rebalance in the design document's notation,
+//	                          or a scenario script of testdata/scenarios replayed
 //	learner simulate [flags]  a simulated group under scaling, strategy by strategy
 package main
 
@@ -8,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/learnerassignor/learner/internal/errtext"
 )
 
 func main() {
@@ -15,7 +18,7 @@ func main() {
 }
 
 const usage = `usage:
-  learner assign [FILE]      assign one rebalance written in the notation (stdin without FILE)
+  learner assign [FILE]      assign one rebalance written in the notation (-h for more)
   learner simulate [flags]   simulate a group under scaling and compare strategies (-h for flags)
 `
 
@@ -33,7 +36,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "learner: unknown command %q\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "learner: unknown command %s (run learner help for usage)\n", errtext.Quote(args[0]))
 		return 2
 	}
 }

@@ -78,7 +78,7 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "learner simulate: -%s shapes the default scenario; it cannot be used with -scenario\n", bad)
 			return 2
 		}
-		src, err := readInput(argsOf(*scenario), os.Stdin)
+		src, err := readInput(*scenario, os.Stdin)
 		if err != nil {
 			fmt.Fprintf(stderr, "learner simulate: %v\n", err)
 			return 2
@@ -154,13 +154,4 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
-}
-
-// argsOf maps the -scenario value onto readInput's convention: a file
-// name, or stdin for "-".
-func argsOf(name string) []string {
-	if name == "-" {
-		return nil
-	}
-	return []string{name}
 }

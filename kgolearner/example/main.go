@@ -74,7 +74,10 @@ func run(c config) error {
 		Policy:        policy,
 		Hooks: kgolearner.Hooks{
 			StartActive: func(task string) { log.Printf("start active   %s %v", task, b.Partitions(task)) },
-			StopActive:  func(task string) { log.Printf("stop active    %s", task) },
+			StopActive: func(task string) error {
+				log.Printf("stop active    %s (the balancer commits its offsets next)", task)
+				return nil
+			},
 			StartLearning: func(task string) {
 				log.Printf("start learning %s (ready in %v)", task, c.restore)
 				timers.Store(task, time.AfterFunc(c.restore, func() {
@@ -95,7 +98,7 @@ func run(c config) error {
 				once.Do(func() { close(done) })
 			},
 			Rebalanced: func(r kgolearner.Round) {
-				log.Printf("leader: rebalanced %d members, withheld %v", len(r.Members), r.Withheld)
+				log.Printf("leader: rebalanced %d members, deferred %v", len(r.Members), r.Deferred)
 				for _, m := range r.Members {
 					log.Printf("  join  %s", learner.FormatMember(m))
 				}
@@ -144,5 +147,7 @@ func run(c config) error {
 			task, _ := b.TaskOf(r.Topic, r.Partition)
 			log.Printf("record         %s %s/%d@%d", task, r.Topic, r.Partition, r.Offset)
 		})
+		// This poll's records are processed: a rebalance may stop tasks now.
+		cl.AllowRebalance()
 	}
 }

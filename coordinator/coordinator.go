@@ -1,0 +1,515 @@
+package coordinator
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/learnerassignor/learner"
+)
+
+// Config configures a Coordinator. The zero value is usable: Kafka-like
+// timing and the recovery window of a coordinator that takes over a group.
+type Config struct {
+	// Options are the assignor's: standbys, learner budget, acceptable lag.
+	Options learner.Options
+	// SessionTimeout is how long the coordinator waits for a member's
+	// heartbeat before it drops the member and gives its tasks away. Members
+	// must stop every task (fence themselves) when they have had no
+	// response for a shorter time; see the package documentation.
+	// Zero means 10s; at most 24h.
+	SessionTimeout time.Duration
+	// HeartbeatInterval is how often members heartbeat. Zero means a third
+	// of SessionTimeout; it must be shorter than SessionTimeout.
+	HeartbeatInterval time.Duration
+	// WaitInterval is the heartbeat interval of a member waiting for a task
+	// that its previous owner is releasing: the task is down from the
+	// owner's acknowledgement until the waiting member's next heartbeat.
+	// Zero means a tenth of HeartbeatInterval.
+	WaitInterval time.Duration
+	// FreshGroup says that no coordinator has ever granted tasks in this
+	// group, so this one may grant at once. Otherwise (the zero value) the
+	// coordinator takes over from a previous one: for one SessionTimeout
+	// after its first event it only listens, answering every member with
+	// what it reports, until every live member has told it what it runs.
+	FreshGroup bool
+}
+
+const defaultSessionTimeout = 10 * time.Second
+
+// withDefaults fills in zero fields and checks the result.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = defaultSessionTimeout
+	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = cfg.SessionTimeout / 3
+	}
+	if cfg.WaitInterval == 0 {
+		cfg.WaitInterval = cfg.HeartbeatInterval / 10
+	}
+	switch {
+	case cfg.SessionTimeout < time.Millisecond || cfg.SessionTimeout > 24*time.Hour:
+		return cfg, fmt.Errorf("coordinator: session timeout %v out of range [1ms, 24h]: %w", cfg.SessionTimeout, ErrInvalidConfig)
+	case cfg.HeartbeatInterval <= 0 || cfg.HeartbeatInterval >= cfg.SessionTimeout:
+		return cfg, fmt.Errorf("coordinator: heartbeat interval %v not in (0, session timeout %v): %w", cfg.HeartbeatInterval, cfg.SessionTimeout, ErrInvalidConfig)
+	case cfg.WaitInterval <= 0 || cfg.WaitInterval > cfg.HeartbeatInterval:
+		return cfg, fmt.Errorf("coordinator: wait interval %v not in (0, heartbeat interval %v]: %w", cfg.WaitInterval, cfg.HeartbeatInterval, ErrInvalidConfig)
+	}
+	return cfg, nil
+}
+
+// Coordinator is the group coordinator's state machine: it takes heartbeats,
+// ticks and topology changes and answers each heartbeat with the member's
+// target. Like learner.Assign it is pure and deterministic: no I/O, clocks,
+// goroutines or randomness; time comes in as an argument and the same events
+// give the same responses. It is not safe for concurrent use: the embedder
+// serializes calls (one lock, or one goroutine owning it).
+type Coordinator struct {
+	cfg      Config
+	assignor *learner.Assignor
+
+	// Tasks are interned once and never forgotten, so a member's claim on a
+	// task that a topology change removed keeps counting until the member
+	// stops it; inTopo says which interned tasks the topology has now.
+	tasks  []learner.Task
+	index  map[string]int32
+	inTopo []bool
+	// holders counts, per interned task, the members that may run it active.
+	// A task is granted only when no other member may run it.
+	holders []int32
+
+	members []*member // in ID order: map order never reaches the output
+	byID    map[string]*member
+
+	now          time.Time
+	started      bool
+	recoverUntil time.Time
+	// dirty says that Assign's input changed since the target was computed.
+	dirty bool
+	// assigned, when set (by tests), sees every Assign call's input and output.
+	assigned func(tasks []learner.Task, in []learner.MemberMetadata, out []learner.Assignment)
+}
+
+// member is the coordinator's view of one member.
+type member struct {
+	id        string
+	lastHeard time.Time
+	// acked is the highest epoch the member reported, sent the epoch of the
+	// last target the coordinator answered with. acked == sent: the member
+	// has applied the latest target, and only then may it change.
+	acked, sent int64
+
+	// What the member reported in its latest heartbeat (highest epoch).
+	repActive   set
+	repExtra    []string // active tasks that are not interned
+	repLearning set
+	ready       set // learners reported ready, kept until the learner goes
+	lag         map[int32]int64
+	leaving     bool
+	capacity    int
+	rack        string
+
+	// The member's share of Assign's latest output.
+	tgtActive, tgtLearning, tgtStandby set
+
+	// The target last sent (epoch sent).
+	active, learning, standby set
+
+	// mayRun = repActive ∪ active: what the member may run now or once it
+	// applies a response already sent. Counted in holders.
+	mayRun set
+}
+
+// New returns a coordinator for the given topology. It fails, wrapping
+// ErrInvalidConfig, on a bad Config or a task list learner.New refuses.
+func New(tasks []learner.Task, cfg Config) (*Coordinator, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Coordinator{cfg: cfg, index: make(map[string]int32), byID: make(map[string]*member)}
+	if err := c.SetTopology(tasks); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Config returns the configuration with defaults filled in.
+func (c *Coordinator) Config() Config { return c.cfg }
+
+// SetTopology replaces the group's tasks. Tasks that remain keep their
+// owners; removed tasks are stopped at their owners' next heartbeats; new
+// tasks get owners as members heartbeat. It fails, wrapping
+// ErrInvalidConfig, on a task list learner.New refuses, and then changes
+// nothing.
+func (c *Coordinator) SetTopology(tasks []learner.Task) error {
+	a, err := learner.New(tasks, c.cfg.Options)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w: %w", ErrInvalidConfig, err)
+	}
+	c.assignor = a
+	c.inTopo = make([]bool, len(c.tasks), len(c.tasks)+len(tasks))
+	for _, t := range tasks {
+		i, ok := c.index[t.ID]
+		if !ok {
+			i = int32(len(c.tasks))
+			c.index[t.ID] = i
+			c.tasks = append(c.tasks, t)
+			c.inTopo = append(c.inTopo, false)
+			c.holders = append(c.holders, 0)
+		}
+		c.tasks[i].Stateful = t.Stateful
+		c.inTopo[i] = true
+	}
+	for _, m := range c.members {
+		// Claims on tasks that were unknown until now start counting.
+		ids, extra := c.intern(m.repExtra)
+		m.repExtra = extra
+		c.setRepActive(m, union(m.repActive, ids))
+		m.tgtActive, m.tgtLearning, m.tgtStandby = c.inTopology(m.tgtActive), c.inTopology(m.tgtLearning), c.inTopology(m.tgtStandby)
+	}
+	c.dirty = true
+	return nil
+}
+
+func (c *Coordinator) inTopology(s set) set {
+	return slices.DeleteFunc(slices.Clone(s), func(t int32) bool { return !c.inTopo[t] })
+}
+
+// intern splits task IDs into interned indices (as a set) and the rest.
+func (c *Coordinator) intern(ids []string) (set, []string) {
+	var s []int32
+	var extra []string
+	for _, id := range ids {
+		if i, ok := c.index[id]; ok {
+			s = append(s, i)
+		} else {
+			extra = append(extra, id)
+		}
+	}
+	return newSet(s), extra
+}
+
+// names returns the IDs of s's tasks in the order they were interned: the
+// topology's order, tasks added by a later topology after the others.
+func (c *Coordinator) names(s set) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	out := make([]string, len(s))
+	for i, t := range s {
+		out[i] = c.tasks[t].ID
+	}
+	return out
+}
+
+// advance moves the coordinator's clock to now; time never goes back.
+func (c *Coordinator) advance(now time.Time) {
+	if !c.started {
+		c.started = true
+		c.now = now
+		if !c.cfg.FreshGroup {
+			c.recoverUntil = now.Add(c.cfg.SessionTimeout)
+		}
+	}
+	if now.After(c.now) {
+		c.now = now
+	}
+}
+
+// Recovering reports whether the coordinator is still in its recovery
+// window: it has taken over a group (Config.FreshGroup false) less than a
+// session timeout ago and grants nothing yet.
+func (c *Coordinator) Recovering() bool { return c.started && c.now.Before(c.recoverUntil) }
+
+// Tick advances the coordinator's clock to now and drops every member whose
+// last heartbeat is a session timeout old or older. It returns the dropped
+// members' IDs in order; their tasks are ownerless and go to other members
+// as those heartbeat. A time before the latest one seen counts as that one.
+func (c *Coordinator) Tick(now time.Time) []string {
+	c.advance(now)
+	var gone []string
+	for _, m := range slices.Clone(c.members) {
+		if c.now.Sub(m.lastHeard) >= c.cfg.SessionTimeout {
+			gone = append(gone, m.id)
+			c.remove(m)
+		}
+	}
+	return gone
+}
+
+// Heartbeat takes one member's heartbeat, received at now, and returns the
+// member's target. A heartbeat older than one already seen from the member
+// (a late or duplicate delivery) changes nothing and gets the current
+// target. Errors wrap ErrInvalidHeartbeat (malformed; nothing changes) or
+// ErrFenced (the member must stop everything and rejoin under a new ID).
+func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
+	c.advance(now)
+	if err := validate(hb); err != nil {
+		return Response{}, err
+	}
+	m := c.byID[hb.MemberID]
+	switch {
+	case hb.Leave:
+		if m != nil {
+			c.remove(m)
+		}
+		return Response{MemberID: hb.MemberID, Epoch: hb.Epoch, Shutdown: true, HeartbeatInterval: c.cfg.HeartbeatInterval}, nil
+	case m == nil && (hb.Epoch == 0 || c.Recovering()):
+		if old := c.byID[hb.Replaces]; old != nil {
+			c.remove(old) // it has stopped: its process restarted as hb's sender
+		}
+		m = c.add(hb)
+	case m == nil:
+		return Response{}, fmt.Errorf("coordinator: member %q at epoch %d is not in the group (timed out or left): %w", hb.MemberID, hb.Epoch, ErrFenced)
+	case hb.Epoch == 0 && m.acked > 0:
+		// A late copy of its join, or a restarted member reusing the ID of
+		// an incarnation that may still hold tasks: never a fresh start.
+		return Response{}, fmt.Errorf("coordinator: member %q joins with epoch 0, but its ID is in use at epoch %d (an ID is one incarnation): %w", hb.MemberID, m.acked, ErrFenced)
+	case hb.Epoch > m.sent:
+		return Response{}, fmt.Errorf("coordinator: member %q reports epoch %d, the coordinator sent it %d: %w", hb.MemberID, hb.Epoch, m.sent, ErrFenced)
+	case m.sent >= MaxEpoch:
+		// No epoch is left to give it a new target: it must start over. Its
+		// tasks stay counted until its session expires.
+		return Response{}, fmt.Errorf("coordinator: member %q has used up its epochs: %w", hb.MemberID, ErrFenced)
+	case hb.Epoch < m.acked:
+		return c.response(m), nil // late or duplicate: newer news is in already
+	}
+	c.report(m, hb)
+	if m.acked == m.sent && !c.Recovering() {
+		if err := c.reconcile(m); err != nil {
+			return Response{}, err
+		}
+	}
+	return c.response(m), nil
+}
+
+// add makes hb's sender a member. A joining member (epoch 0) runs nothing;
+// one that reports an epoch (in the recovery window, after a failover) is
+// taken at its word: what it runs, learns and keeps as standby is both
+// its current target and, until Assign says otherwise, its share of the
+// group's target.
+func (c *Coordinator) add(hb Heartbeat) *member {
+	m := &member{id: hb.MemberID, acked: hb.Epoch, sent: hb.Epoch, lag: map[int32]int64{}}
+	at, _ := slices.BinarySearchFunc(c.members, m.id, func(x *member, id string) int {
+		switch {
+		case x.id < id:
+			return -1
+		case x.id > id:
+			return 1
+		}
+		return 0
+	})
+	c.members = slices.Insert(c.members, at, m)
+	c.byID[m.id] = m
+	if hb.Epoch > 0 {
+		m.active, _ = c.intern(hb.Active)
+		m.learning, _ = c.intern(hb.Learning)
+		m.standby, _ = c.intern(hb.Standby)
+		m.tgtActive, m.tgtLearning, m.tgtStandby = c.inTopology(m.active), c.inTopology(m.learning), c.inTopology(m.standby)
+		c.setMayRun(m, m.active)
+	}
+	c.dirty = true
+	return m
+}
+
+// remove drops m from the group: it has left or its session expired, so it
+// has stopped every task (members fence themselves before their session
+// can expire).
+func (c *Coordinator) remove(m *member) {
+	c.setMayRun(m, nil)
+	delete(c.byID, m.id)
+	c.members = slices.DeleteFunc(c.members, func(x *member) bool { return x == m })
+	c.dirty = true
+}
+
+// setMayRun replaces m's contribution to holders.
+func (c *Coordinator) setMayRun(m *member, s set) {
+	for _, t := range m.mayRun {
+		c.holders[t]--
+	}
+	for _, t := range s {
+		c.holders[t]++
+	}
+	m.mayRun = s
+}
+
+func (c *Coordinator) setRepActive(m *member, s set) {
+	m.repActive = s
+	c.setMayRun(m, union(s, m.active))
+}
+
+// readyNow reports whether m's learner of t counts as ready: flagged ready,
+// or its lag within the acceptable lag.
+func (c *Coordinator) readyNow(m *member, t int32) bool {
+	if m.ready.has(t) {
+		return true
+	}
+	l, ok := m.lag[t]
+	return ok && c.cfg.Options.AcceptableLag > 0 && l <= c.cfg.Options.AcceptableLag
+}
+
+// report records a heartbeat that is not older than what m reported before.
+// Within one epoch a member's roles are the ones that epoch's target gave
+// it, so a heartbeat delivered late within the epoch can only carry older
+// lags: readiness and leaving are kept once reported.
+func (c *Coordinator) report(m *member, hb Heartbeat) {
+	wasReady := make([]bool, len(m.tgtLearning))
+	for i, t := range m.tgtLearning {
+		wasReady[i] = c.readyNow(m, t)
+	}
+	m.acked = hb.Epoch
+	m.lastHeard = c.now
+	active, extra := c.intern(hb.Active)
+	m.repExtra = extra
+	c.setRepActive(m, active)
+	m.repLearning, _ = c.intern(hb.Learning)
+	ready, _ := c.intern(hb.Ready)
+	m.ready = union(ready, slices.DeleteFunc(m.ready, func(t int32) bool { return !m.repLearning.has(t) }))
+	clear(m.lag)
+	for _, l := range hb.Lag {
+		if t, ok := c.index[l.Task]; ok {
+			m.lag[t] = l.Lag
+		}
+	}
+	if hb.Leaving && !m.leaving || hb.Capacity != m.capacity || hb.Rack != m.rack {
+		c.dirty = true
+	}
+	m.leaving = m.leaving || hb.Leaving
+	m.capacity, m.rack = hb.Capacity, hb.Rack
+	for i, t := range m.tgtLearning {
+		if c.readyNow(m, t) != wasReady[i] {
+			c.dirty = true
+		}
+	}
+}
+
+// reconcile moves m's target one step towards the group's: tasks it should
+// no longer run are dropped at once, tasks it should run are granted as soon
+// as no other member may run them. m has applied its latest target.
+func (c *Coordinator) reconcile(m *member) error {
+	if c.dirty {
+		if err := c.recompute(); err != nil {
+			return err
+		}
+	}
+	var active set
+	for _, t := range m.tgtActive {
+		others := c.holders[t]
+		if m.mayRun.has(t) {
+			others--
+		}
+		if m.active.has(t) || others == 0 {
+			active = append(active, t)
+		}
+	}
+	// A learner whose task is promoted to it keeps replaying until the task
+	// is granted: no half-way bounce.
+	waiting := minus(m.tgtActive, active)
+	learning := minus(union(m.tgtLearning, intersect(waiting, m.learning)), active)
+	standby := minus(minus(m.tgtStandby, active), learning)
+	if slices.Equal(active, m.active) && slices.Equal(learning, m.learning) && slices.Equal(standby, m.standby) {
+		return nil
+	}
+	m.sent++
+	m.active, m.learning, m.standby = active, learning, standby
+	c.setMayRun(m, union(m.repActive, active))
+	return nil
+}
+
+// recompute runs Assign on the group's target, each learner's readiness as
+// its member reports it, and the tasks members still run that their
+// target no longer has (as Revoked: state they still hold). Owners' learned
+// tags are ignored: the coordinator stops a learned task exactly when its
+// learner is ready, so nothing else pauses.
+func (c *Coordinator) recompute() error {
+	mds := make([]learner.MemberMetadata, len(c.members))
+	for i, m := range c.members {
+		held := union(union(m.tgtActive, m.tgtLearning), m.tgtStandby)
+		md := learner.MemberMetadata{
+			ID:       m.id,
+			Assigned: c.names(m.tgtActive),
+			Revoked:  c.names(minus(c.inTopology(m.repActive), held)),
+			Learning: c.names(m.tgtLearning),
+			Standby:  c.names(m.tgtStandby),
+			Leaving:  m.leaving,
+			Capacity: m.capacity,
+			Rack:     m.rack,
+		}
+		for _, t := range m.tgtLearning {
+			if m.ready.has(t) {
+				md.Ready = append(md.Ready, c.tasks[t].ID)
+			}
+		}
+		for t, l := range m.lag {
+			if c.inTopo[t] && !m.tgtActive.has(t) {
+				md.Lag = append(md.Lag, learner.TaskLag{Task: c.tasks[t].ID, Lag: l})
+			}
+		}
+		slices.SortFunc(md.Lag, func(a, b learner.TaskLag) int { return c.compareTasks(a.Task, b.Task) })
+		mds[i] = md
+	}
+	as, err := c.assignor.Assign(mds)
+	if err != nil {
+		return fmt.Errorf("coordinator: assigning the group's target: %w", err)
+	}
+	if c.assigned != nil {
+		c.assigned(c.assignor.Tasks(), mds, as)
+	}
+	changed := false
+	for _, a := range as {
+		m := c.byID[a.MemberID]
+		act, _ := c.intern(a.Assigned)
+		lrn, _ := c.intern(a.Learning)
+		stb, _ := c.intern(a.Standby)
+		if !slices.Equal(act, m.tgtActive) || !slices.Equal(lrn, m.tgtLearning) || !slices.Equal(stb, m.tgtStandby) {
+			changed = true
+		}
+		m.tgtActive, m.tgtLearning, m.tgtStandby = act, lrn, stb
+	}
+	// One more pass after a change confirms the new target is Assign's
+	// fixed point (the budget, for one, places learners step by step).
+	c.dirty = changed
+	return nil
+}
+
+func (c *Coordinator) compareTasks(a, b string) int {
+	return int(c.index[a]) - int(c.index[b])
+}
+
+func (c *Coordinator) response(m *member) Response {
+	r := Response{
+		MemberID:          m.id,
+		Epoch:             m.sent,
+		Active:            c.names(m.active),
+		Learning:          c.names(m.learning),
+		Standby:           c.names(m.standby),
+		Shutdown:          m.leaving && len(m.active) == 0,
+		HeartbeatInterval: c.cfg.HeartbeatInterval,
+	}
+	if len(minus(m.tgtActive, m.active)) > 0 {
+		r.HeartbeatInterval = c.cfg.WaitInterval
+	}
+	return r
+}
+
+// Target returns the group's target as Assign last computed it, one
+// assignment per member in ID order (Revoked and Learned left empty): where
+// the group is heading. Members reach it task by task.
+func (c *Coordinator) Target() []learner.Assignment {
+	out := make([]learner.Assignment, len(c.members))
+	for i, m := range c.members {
+		out[i] = learner.Assignment{MemberID: m.id, Assigned: c.names(m.tgtActive), Learning: c.names(m.tgtLearning), Standby: c.names(m.tgtStandby)}
+	}
+	return out
+}
+
+// Members returns the IDs of the group's members in order.
+func (c *Coordinator) Members() []string {
+	out := make([]string, len(c.members))
+	for i, m := range c.members {
+		out[i] = m.id
+	}
+	return out
+}

@@ -1,0 +1,71 @@
+package coordinator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/learnerassignor/learner"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNewConfig(t *testing.T) {
+	tasks := []learner.Task{{ID: "T1", Stateful: true}}
+	c, err := New(tasks, Config{})
+	require.NoError(t, err, "New(zero Config)")
+	assert.Equal(t, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 10 * time.Second / 3, WaitInterval: 10 * time.Second / 30},
+		c.Config(), "New(zero Config).Config(): the documented defaults")
+	for _, tc := range []struct {
+		name  string
+		tasks []learner.Task
+		cfg   Config
+		want  string
+	}{
+		{"negative session timeout", tasks, Config{SessionTimeout: -time.Second}, "session timeout -1s out of range"},
+		{"session timeout too long", tasks, Config{SessionTimeout: 25 * time.Hour}, "session timeout 25h0m0s out of range"},
+		{"heartbeat as long as the session", tasks, Config{SessionTimeout: time.Second, HeartbeatInterval: time.Second}, "heartbeat interval 1s not in (0, session timeout 1s)"},
+		{"wait longer than heartbeat", tasks, Config{HeartbeatInterval: time.Second, WaitInterval: 2 * time.Second}, "wait interval 2s not in (0, heartbeat interval 1s]"},
+		{"negative standbys", tasks, Config{Options: learner.Options{Standbys: -1}}, "standbys -1 is negative"},
+		{"duplicate task", []learner.Task{{ID: "T1"}, {ID: "T1"}}, Config{}, `ID "T1" duplicates task 0`},
+	} {
+		_, err := New(tc.tasks, tc.cfg)
+		require.ErrorIs(t, err, ErrInvalidConfig, "New(%s)", tc.name)
+		assert.ErrorContains(t, err, tc.want, "New(%s)", tc.name)
+		assert.ErrorContains(t, err, "coordinator: ", "New(%s): errors name the package", tc.name)
+	}
+}
+
+func TestMemberApply(t *testing.T) {
+	m := NewMember("S1")
+	_, err := m.Apply(Response{MemberID: "S2", Epoch: 1})
+	require.ErrorIs(t, err, ErrInvalidResponse, "Apply(response for S2) on S1")
+	_, err = m.Apply(Response{MemberID: "S1", Epoch: 1, Active: []string{"T1"}, Standby: []string{"T1"}})
+	require.ErrorIs(t, err, ErrInvalidResponse, "Apply(T1 active and standby)")
+	assert.Zero(t, m.Epoch(), "a refused response changes nothing")
+
+	ch, err := m.Apply(Response{MemberID: "S1", Epoch: 2, Active: []string{"T1"}, Learning: []string{"T2"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"T1"}, ch.StartActive)
+	assert.Equal(t, []string{"T2"}, ch.StartLearning)
+
+	ch, err = m.Apply(Response{MemberID: "S1", Epoch: 1})
+	require.NoError(t, err)
+	assert.Equal(t, learner.Changes{}, ch, "Apply(older epoch) = %+v, want no changes", ch)
+	assert.Equal(t, []string{"T1"}, m.Active(), "an older response changes nothing")
+
+	require.True(t, m.Restored("T2"))
+	assert.False(t, m.Restored("T1"), "Restored(active task) = true, want false")
+	ch, err = m.Apply(Response{MemberID: "S1", Epoch: 3, Active: []string{"T1", "T2"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"T2"}, ch.StartActive, "a promotion starts the task...")
+	assert.Equal(t, []string{"T2"}, ch.StopLearning, "...and stops its learner")
+
+	m.Leave(time.Time{})
+	assert.True(t, m.Heartbeat().Leaving)
+	ch, err = m.Apply(Response{MemberID: "S1", Epoch: 4, Shutdown: true})
+	require.NoError(t, err)
+	assert.True(t, ch.Shutdown, "Apply(Shutdown) on a leaving member")
+	stop := m.Stop()
+	assert.Empty(t, stop.StopActive, "Stop after handing everything over stops nothing active")
+	assert.Equal(t, Heartbeat{MemberID: "S1", Epoch: 4, Leave: true}, m.LeaveHeartbeat())
+}

@@ -1,0 +1,467 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
+)
+
+// This file is the test harness shared by the property test and the fuzz
+// target: honest members (Member plus a simulated application) heartbeating a
+// Coordinator through a faulty network, with joins, leaves, crashes and
+// coordinator failovers, checked at every step.
+
+// chooser makes the history's random choices. 0 is always the benign
+// choice, so a fuzz input that runs out continues as a quiet history.
+type chooser interface{ intn(n int) int }
+
+// byteChooser reads choices from fuzz bytes.
+type byteChooser struct {
+	b []byte
+	i int
+}
+
+func (c *byteChooser) intn(n int) int {
+	if c.i >= len(c.b) || n <= 1 {
+		return 0
+	}
+	v := int(c.b[c.i])
+	c.i++
+	return v % n
+}
+
+// Timing of every history, in steps of 250ms.
+const (
+	step         = 250 * time.Millisecond
+	interval     = time.Second
+	session      = 5 * time.Second
+	fenceTimeout = 3500 * time.Millisecond // members fence themselves before their session expires
+)
+
+type simMember struct {
+	m        *Member
+	alive    bool
+	nextHB   time.Time
+	lastResp time.Time      // when the last heartbeat that got a response was sent
+	readyIn  map[string]int // learner task -> heartbeats until its replay is done
+}
+
+type stashed struct {
+	at time.Time
+	hb Heartbeat
+}
+
+// history is one group's life.
+type history struct {
+	ch      chooser
+	tasks   []learner.Task
+	cfg     Config
+	k       int // learners are ready 1..k heartbeats after they start
+	c       *Coordinator
+	now     time.Time
+	members []*simMember
+	nextID  int
+	stash   []stashed
+	faults  bool
+	log     []string // the last events, printed on failure
+	broken  []learnertest.Violation
+	assigns int // Assign calls checked
+
+	failovers, timeouts, lost, dups, fenced, leaves, crashes, restarts, garbage int
+}
+
+func newHistory(ch chooser, nTasks, nMembers, k int, opts learner.Options) (*history, error) {
+	h := &history{ch: ch, k: k, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), faults: true}
+	for i := range nTasks {
+		h.tasks = append(h.tasks, learner.Task{ID: fmt.Sprintf("T%d", i+1), Stateful: ch.intn(4) != 1})
+	}
+	h.cfg = Config{Options: opts, SessionTimeout: session, HeartbeatInterval: interval, FreshGroup: ch.intn(2) == 0}
+	c, err := New(h.tasks, h.cfg)
+	if err != nil {
+		return nil, err
+	}
+	h.c = c
+	c.assigned = h.checkAssign
+	for range nMembers {
+		h.join()
+	}
+	return h, nil
+}
+
+func (h *history) logf(format string, args ...any) {
+	h.log = append(h.log, fmt.Sprintf("%v ", h.now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))+fmt.Sprintf(format, args...))
+	if len(h.log) > 40 {
+		h.log = h.log[1:]
+	}
+}
+
+func (h *history) join() {
+	h.nextID++
+	sm := &simMember{m: NewMember(fmt.Sprintf("M%d", h.nextID)), alive: true, nextHB: h.now, lastResp: h.now, readyIn: map[string]int{}}
+	h.members = append(h.members, sm)
+	h.logf("%s joins", sm.m.ID())
+}
+
+func (h *history) live() []*simMember {
+	var out []*simMember
+	for _, sm := range h.members {
+		if sm.alive {
+			out = append(out, sm)
+		}
+	}
+	return out
+}
+
+// chaos draws this step's group events.
+func (h *history) chaos() {
+	live := h.live()
+	switch h.ch.intn(60) {
+	case 1:
+		if len(live) < 10 {
+			h.join()
+		}
+	case 2:
+		if sm := pick(h.ch, live); sm != nil && !sm.m.Heartbeat().Leaving {
+			var deadline time.Time
+			if h.ch.intn(2) == 1 {
+				deadline = h.now.Add(time.Duration(1+h.ch.intn(20)) * time.Second)
+			}
+			sm.m.Leave(deadline)
+			h.leaves++
+			h.logf("%s leaves (deadline %v)", sm.m.ID(), !deadline.IsZero())
+		}
+	case 3:
+		if sm := pick(h.ch, live); sm != nil {
+			sm.m.Stop()
+			sm.alive = false
+			h.crashes++
+			h.logf("%s crashes", sm.m.ID())
+			if h.ch.intn(2) == 1 { // its process restarts at once
+				h.join()
+				n := h.members[len(h.members)-1]
+				n.m = RestartOf(n.m.ID(), sm.m.ID())
+				h.restarts++
+				h.logf("%s restarts as %s", sm.m.ID(), n.m.ID())
+			}
+		}
+	case 4:
+		c, err := New(h.tasks, Config{Options: h.cfg.Options, SessionTimeout: session, HeartbeatInterval: interval})
+		if err != nil {
+			panic(err)
+		}
+		h.c = c
+		c.assigned = h.checkAssign
+		h.failovers++
+		h.logf("coordinator fails over")
+	case 5:
+		h.garbageHeartbeat()
+	}
+}
+
+func pick(ch chooser, ms []*simMember) *simMember {
+	if len(ms) == 0 {
+		return nil
+	}
+	return ms[ch.intn(len(ms))]
+}
+
+// garbageHeartbeat sends a heartbeat no honest member would: it must be
+// refused or, if well-formed, must not break anything.
+func (h *history) garbageHeartbeat() {
+	h.garbage++
+	hb := Heartbeat{MemberID: fmt.Sprintf("X%d", h.ch.intn(4)), Epoch: int64(h.ch.intn(3))}
+	for _, t := range h.tasks {
+		switch h.ch.intn(8) {
+		case 1:
+			hb.Active = append(hb.Active, t.ID)
+		case 2:
+			hb.Learning = append(hb.Learning, t.ID)
+			hb.Ready = append(hb.Ready, t.ID)
+		case 3:
+			hb.Standby = append(hb.Standby, t.ID)
+		}
+	}
+	switch h.ch.intn(6) {
+	case 1:
+		hb.MemberID = "bad id"
+	case 2:
+		hb.Epoch = -1
+	case 3:
+		hb.Capacity = -5
+	case 4:
+		hb.Active = append(hb.Active, "T1", "T1")
+	case 5:
+		hb.Leave = true
+	}
+	_, err := h.c.Heartbeat(h.now, hb)
+	if err != nil && !errors.Is(err, ErrInvalidHeartbeat) && !errors.Is(err, ErrFenced) {
+		panic(fmt.Sprintf("garbage heartbeat %+v: error %v wraps no sentinel", hb, err))
+	}
+	if err == nil {
+		// It is now a member that will never heartbeat again: a ghost the
+		// session timeout removes. Its claims make it a holder until then.
+		h.logf("garbage member %s accepted", hb.MemberID)
+	}
+}
+
+// checkAssign judges every Assign call the coordinator makes by the
+// assignor's rules (learnertest): the coordinator's input to Assign is the
+// group's target and what members report, so this checks that it feeds
+// Assign well-formed, consistent reports.
+func (h *history) checkAssign(tasks []learner.Task, in []learner.MemberMetadata, out []learner.Assignment) {
+	h.assigns++
+	h.broken = append(h.broken, learnertest.Check(tasks, h.cfg.Options, in, out)...)
+}
+
+// step advances the history by one step and checks the invariants.
+func (h *history) step() error {
+	h.now = h.now.Add(step)
+	if h.faults {
+		h.chaos()
+	} else if !slices.ContainsFunc(h.live(), func(sm *simMember) bool { return !sm.m.Heartbeat().Leaving }) {
+		h.join() // a quiet group needs a staying member to converge
+	}
+	h.deliverStash()
+	if gone := h.c.Tick(h.now); len(gone) > 0 {
+		h.timeouts += len(gone)
+		h.logf("session timeout: %v", gone)
+	}
+	live := h.live()
+	for i := len(live) - 1; i > 0; i-- { // heartbeats in any order
+		j := h.ch.intn(i + 1)
+		live[i], live[j] = live[j], live[i]
+	}
+	for _, sm := range live {
+		if err := h.tick(sm); err != nil {
+			return err
+		}
+		if err := h.check(); err != nil {
+			return err
+		}
+	}
+	if len(h.broken) > 0 {
+		return fmt.Errorf("Assign's output for the coordinator breaks a rule: %v", h.broken)
+	}
+	return nil
+}
+
+func (h *history) deliverStash() {
+	keep := h.stash[:0]
+	for _, s := range h.stash {
+		if s.at.After(h.now) {
+			keep = append(keep, s)
+			continue
+		}
+		// The response goes to a request the member gave up on: dropped.
+		_, err := h.c.Heartbeat(h.now, s.hb)
+		h.logf("late heartbeat %s@%d delivered: err=%v", s.hb.MemberID, s.hb.Epoch, err)
+	}
+	h.stash = keep
+}
+
+// tick runs one member's application for this step.
+func (h *history) tick(sm *simMember) error {
+	m := sm.m
+	if h.now.Sub(sm.lastResp) >= fenceTimeout {
+		sm.m.Stop()
+		sm.alive = false
+		h.logf("%s fences itself", m.ID())
+		return nil
+	}
+	if m.ShouldShutdown(h.now) {
+		h.depart(sm, "its leave deadline passed")
+		return nil
+	}
+	for range 3 { // at once again after stopping an active task
+		if h.now.Before(sm.nextHB) {
+			return nil
+		}
+		again, err := h.heartbeat(sm)
+		if err != nil || !again || !sm.alive {
+			return err
+		}
+	}
+	return nil
+}
+
+// heartbeat sends one heartbeat through the network; again says that the
+// member stopped an active task and heartbeats at once.
+func (h *history) heartbeat(sm *simMember) (again bool, err error) {
+	m := sm.m
+	hb := m.Heartbeat()
+	for _, t := range hb.Learning {
+		if sm.readyIn[t]--; sm.readyIn[t] <= 0 {
+			m.Restored(t)
+		}
+	}
+	hb = m.Heartbeat()
+	sm.nextHB = h.now.Add(interval) // retried then if nothing comes back
+	fault := 0
+	if h.faults {
+		fault = h.ch.intn(12)
+	}
+	switch fault {
+	case 1: // the request is lost
+		h.lost++
+		return false, nil
+	case 2: // the request arrives late; the member gives up on it
+		h.dups++
+		h.stash = append(h.stash, stashed{at: h.now.Add(time.Duration(1+h.ch.intn(16)) * step), hb: hb})
+		return false, nil
+	case 3: // delivered now and again later
+		h.dups++
+		h.stash = append(h.stash, stashed{at: h.now.Add(time.Duration(1+h.ch.intn(16)) * step), hb: hb})
+	}
+	resp, err := h.c.Heartbeat(h.now, hb)
+	if errors.Is(err, ErrFenced) {
+		h.fenced++
+		h.logf("%s fenced: %v", m.ID(), err)
+		m.Stop()
+		sm.alive = false
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("Heartbeat(%+v) = %w, want no error from an honest member", hb, err)
+	}
+	if fault == 4 { // the response is lost
+		h.lost++
+		return false, nil
+	}
+	if err := h.checkResponse(resp); err != nil {
+		return false, err
+	}
+	before := m.Epoch()
+	changes, err := m.Apply(resp)
+	if err != nil {
+		return false, fmt.Errorf("Apply(%+v) = %w", resp, err)
+	}
+	sm.lastResp = h.now
+	sm.nextHB = h.now.Add(resp.HeartbeatInterval)
+	if resp.Epoch != before {
+		h.logf("%s epoch %d: active %v learning %v standby %v", m.ID(), resp.Epoch, resp.Active, resp.Learning, resp.Standby)
+	}
+	for _, t := range changes.StartLearning {
+		sm.readyIn[t] = 1 + h.ch.intn(h.k)
+	}
+	if changes.Shutdown {
+		h.depart(sm, "it has handed everything over")
+		return false, nil
+	}
+	return len(changes.StopActive) > 0, nil
+}
+
+// depart stops the member and sends its last heartbeat (which may be lost).
+func (h *history) depart(sm *simMember, why string) {
+	sm.m.Stop()
+	sm.alive = false
+	h.logf("%s departs: %s", sm.m.ID(), why)
+	if h.faults && h.ch.intn(4) == 1 {
+		return
+	}
+	if _, err := h.c.Heartbeat(h.now, sm.m.LeaveHeartbeat()); err != nil {
+		panic(fmt.Sprintf("leave heartbeat: %v", err))
+	}
+}
+
+func (h *history) checkResponse(r Response) error {
+	for _, l := range [][]string{r.Active, r.Learning, r.Standby} {
+		for _, t := range l {
+			if !slices.ContainsFunc(h.tasks, func(x learner.Task) bool { return x.ID == t }) {
+				return fmt.Errorf("response %+v lists task %q, not in the topology", r, t)
+			}
+		}
+	}
+	if r.HeartbeatInterval <= 0 || r.HeartbeatInterval > interval {
+		return fmt.Errorf("response %+v: heartbeat interval %v, want (0, %v]", r, r.HeartbeatInterval, interval)
+	}
+	return nil
+}
+
+// check is the safety property: no task is active on two live members.
+func (h *history) check() error {
+	owner := map[string]string{}
+	for _, sm := range h.members {
+		if !sm.alive {
+			continue
+		}
+		for _, t := range sm.m.Active() {
+			if o, dup := owner[t]; dup {
+				return fmt.Errorf("task %s active on %s and %s", t, o, sm.m.ID())
+			}
+			owner[t] = sm.m.ID()
+		}
+	}
+	return nil
+}
+
+// unowned returns the tasks no live member runs active.
+func (h *history) unowned() []string {
+	owned := map[string]bool{}
+	for _, sm := range h.live() {
+		for _, t := range sm.m.Active() {
+			owned[t] = true
+		}
+	}
+	var out []string
+	for _, t := range h.tasks {
+		if !owned[t.ID] {
+			out = append(out, t.ID)
+		}
+	}
+	return out
+}
+
+// settled reports whether the group is at Assign's balanced fixed point:
+// every task owned, no learners, no leaving member left, and Assign on what
+// the members run gives it back unchanged.
+func (h *history) settled() (bool, error) {
+	live := h.live()
+	if len(live) == 0 || len(h.unowned()) > 0 || h.c.Recovering() {
+		return false, nil
+	}
+	var mds []learner.MemberMetadata
+	for _, sm := range live {
+		hb := sm.m.Heartbeat()
+		if len(hb.Learning) > 0 || hb.Leaving {
+			return false, nil
+		}
+		mds = append(mds, learner.MemberMetadata{ID: hb.MemberID, Assigned: hb.Active, Standby: hb.Standby})
+	}
+	if got := h.c.Members(); len(got) != len(live) {
+		return false, nil // a ghost (garbage or timed-out member) is still counted
+	}
+	a, err := learner.New(h.tasks, h.cfg.Options)
+	if err != nil {
+		return false, err
+	}
+	out, err := a.Assign(mds)
+	if err != nil {
+		return false, err
+	}
+	for _, as := range out {
+		i := slices.IndexFunc(mds, func(md learner.MemberMetadata) bool { return md.ID == as.MemberID })
+		if len(as.Learning) > 0 || len(as.Revoked) > 0 || !sameSet(as.Assigned, mds[i].Assigned) || !sameSet(as.Standby, mds[i].Standby) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+func (h *history) trace() string {
+	if h == nil {
+		return ""
+	}
+	return strings.Join(h.log, "\n")
+}

@@ -1,0 +1,125 @@
+package coordinator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/learnerassignor/learner"
+)
+
+// Member is the member side of the protocol: a learner.Worker, which keeps
+// the member's roles and turns each target into learner.Changes, plus the
+// member epoch. It builds each Heartbeat and applies each Response.
+//
+// Member is pure like Coordinator: no clocks, I/O or goroutines; time comes
+// in as an argument. It is not safe for concurrent use. Timing is the
+// application's: heartbeat every Response.HeartbeatInterval, at once after
+// applying changes that stop an active task, and call Stop (then start over
+// with a new Member and ID) when no response has come for the member's own
+// fence timeout, shorter than the coordinator's session timeout.
+type Member struct {
+	w        *learner.Worker
+	epoch    int64
+	deadline time.Time
+	capacity int
+	rack     string
+	replaces string // until the first response: the incarnation it restarts
+}
+
+// NewMember returns a member with the given ID that runs nothing; its first
+// heartbeat (epoch 0) joins the group.
+func NewMember(id string) *Member {
+	return &Member{w: learner.NewWorker(id, learner.RejoinStable)}
+}
+
+// RestartOf returns a member with the given ID that restarts the stopped
+// member old (same process, new incarnation): its join names old in
+// Heartbeat.Replaces, so the coordinator drops old at once. Report the state
+// old left on disk with SetLag before the first heartbeat.
+func RestartOf(id, old string) *Member {
+	m := NewMember(id)
+	m.replaces = old
+	return m
+}
+
+// ID returns the member's ID.
+func (m *Member) ID() string { return m.w.ID() }
+
+// Epoch returns the epoch of the last response applied; 0 before the first.
+func (m *Member) Epoch() int64 { return m.epoch }
+
+// SetCapacity sets the capacity and rack the member reports (see
+// learner.MemberMetadata).
+func (m *Member) SetCapacity(capacity int, rack string) { m.capacity, m.rack = capacity, rack }
+
+// Heartbeat returns what the member reports now: what it runs, learns and
+// keeps as standby, its learners' readiness and the lags it knows.
+func (m *Member) Heartbeat() Heartbeat {
+	// The worker's join report is its current status: the coordinator never
+	// tags tasks learned, so nothing moves to Revoked.
+	md := m.w.Join()
+	return Heartbeat{
+		MemberID: md.ID, Epoch: m.epoch,
+		Active: md.Assigned, Learning: md.Learning, Ready: md.Ready, Standby: md.Standby, Lag: md.Lag,
+		Leaving: md.Leaving, Deadline: m.deadline, Capacity: m.capacity, Rack: m.rack,
+		Replaces: m.replaces,
+	}
+}
+
+// Active returns the tasks the member runs active.
+func (m *Member) Active() []string { return m.w.Join().Assigned }
+
+// Apply takes the response to the member's latest heartbeat and returns the
+// changes the application must make, as learner.Worker.Apply does (Stop
+// lists before Start lists; a task in StopLearning and StartActive is a
+// promotion that continues from the replayed state; Shutdown when a leaving
+// member has nothing left to run). A response older than the member's epoch
+// changes nothing. A response for another member or holding a task in two
+// roles is an error wrapping ErrInvalidResponse and changes nothing.
+func (m *Member) Apply(r Response) (learner.Changes, error) {
+	if r.Epoch < m.epoch && r.MemberID == m.ID() {
+		return learner.Changes{}, nil
+	}
+	c, err := m.w.Apply(learner.Assignment{MemberID: r.MemberID, Assigned: r.Active, Learning: r.Learning, Standby: r.Standby})
+	if err != nil {
+		return learner.Changes{}, fmt.Errorf("coordinator: %w: %w", ErrInvalidResponse, err)
+	}
+	m.epoch = r.Epoch
+	m.replaces = "" // the coordinator knows: only a join carries it
+	c.Shutdown = c.Shutdown || r.Shutdown
+	return c, nil
+}
+
+// Restored marks the learner task as ready and reports whether it is one of
+// the member's learners.
+func (m *Member) Restored(task string) bool { return m.w.Restored(task) }
+
+// SetLag records the remaining changelog lag of the member's local state of
+// task; a negative lag forgets it.
+func (m *Member) SetLag(task string, lag int64) { m.w.SetLag(task, lag) }
+
+// Leave announces that the member leaves, by deadline if it is not zero.
+func (m *Member) Leave(deadline time.Time) {
+	m.w.Leave(deadline)
+	m.deadline = deadline
+}
+
+// ShouldShutdown reports whether a leaving member should stop now: it has
+// handed everything over, or its deadline has passed.
+func (m *Member) ShouldShutdown(now time.Time) bool { return m.w.ShouldShutdown(now) }
+
+// Stop stops everything: at a leave deadline, after Shutdown, or to fence
+// itself when its session may have expired. It returns what to stop; the
+// member then sends LeaveHeartbeat (if it can) and is done: a member that
+// wants back in starts over with a new ID.
+func (m *Member) Stop() learner.Changes {
+	md := m.w.Join()
+	m.w = learner.NewWorker(md.ID, learner.RejoinStable)
+	return learner.Changes{StopActive: md.Assigned, StopLearning: md.Learning, StopStandby: md.Standby, Shutdown: true}
+}
+
+// LeaveHeartbeat returns the member's last message: it has stopped
+// everything and leaves.
+func (m *Member) LeaveHeartbeat() Heartbeat {
+	return Heartbeat{MemberID: m.ID(), Epoch: m.epoch, Leave: true}
+}

@@ -1,0 +1,176 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/learnerassignor/learner"
+)
+
+// Errors returned by the package wrap one of these, so callers can test them
+// with errors.Is.
+var (
+	// ErrInvalidConfig reports a Config or topology New or SetTopology cannot use.
+	ErrInvalidConfig = errors.New("invalid config")
+	// ErrInvalidHeartbeat reports a malformed heartbeat: a bad ID, a task
+	// listed twice, a number out of range. The coordinator's state is unchanged.
+	ErrInvalidHeartbeat = errors.New("invalid heartbeat")
+	// ErrFenced reports a heartbeat from a member the coordinator does not
+	// know (it timed out or left) or with an epoch the coordinator never
+	// issued. The member must stop every task and rejoin under a new ID
+	// with epoch 0. The coordinator's state is unchanged.
+	ErrFenced = errors.New("member fenced")
+	// ErrInvalidResponse reports a Response that Member.Apply cannot use.
+	ErrInvalidResponse = errors.New("invalid response")
+)
+
+// Heartbeat is what a member sends the coordinator every heartbeat interval:
+// its own status, as it runs now. Task lists are unordered; a task may be in
+// at most one of Active, Learning and Standby, and Ready must be a subset of
+// Learning. Tasks the topology does not have are allowed (a member may still
+// run a task that was removed); they are never granted.
+type Heartbeat struct {
+	// MemberID identifies the member: 1-255 letters, digits, '_', '-', '.'.
+	// A member that lost its state (a crash, a self-fence) rejoins under a
+	// new ID: an ID is one incarnation.
+	MemberID string
+	// Epoch is the epoch of the last Response the member applied; 0 to join.
+	// A joining member runs nothing: Active, Learning and Standby are empty.
+	Epoch int64
+	// Replaces, in a join, names the member this one restarts (Kafka's
+	// static membership): the joining process knows that incarnation has
+	// stopped, so the coordinator drops it at once instead of waiting for
+	// its session to expire, and its tasks can go to the new member, warm
+	// from the state it kept on disk (report it with Lag).
+	Replaces string
+
+	// Active lists the tasks the member runs as their active owner
+	// (processing or restoring).
+	Active []string
+	// Learning lists its learner tasks, Ready those whose replay caught up.
+	Learning, Ready []string
+	// Standby lists its standby replicas.
+	Standby []string
+	// Lag reports the remaining changelog lag of local state the member has
+	// of a task (learners, standbys, state left on disk).
+	Lag []learner.TaskLag
+
+	// Leaving says the member is to leave: it gets nothing new and hands its
+	// tasks over through learners. Once set it stays set.
+	Leaving bool
+	// Deadline is when a leaving member stops whatever it still runs
+	// (time-bounded scale-down); zero waits for the hand-over. The member
+	// enforces it and then sends Leave, so the coordinator does not act on
+	// it (clocks differ); it is there for logs and tooling.
+	Deadline time.Time
+	// Leave is the member's last message: it has stopped every task and
+	// leaves the group now. Its tasks are ownerless from then on.
+	Leave bool
+
+	// Capacity is the member's processing capacity (0 means 1), Rack its
+	// failure domain; see learner.MemberMetadata.
+	Capacity int
+	Rack     string
+}
+
+// Response is the coordinator's answer to one heartbeat: the member's full
+// target as of Epoch. It is the whole state, not a delta, so a lost response
+// costs nothing: the next one says the same or newer. A member applies a
+// response only if Epoch is at least its own (Member.Apply does).
+type Response struct {
+	MemberID string
+	// Epoch numbers this target for the member; it grows by one whenever the
+	// target changes and stays the same otherwise.
+	Epoch int64
+	// Active, Learning and Standby are the tasks the member runs from now
+	// on, in each role, in topology order. A task the member runs active and
+	// Active lacks must be stopped (then heartbeat at once: the next owner
+	// waits for that acknowledgement).
+	Active, Learning, Standby []string
+	// Shutdown tells a leaving member that it has handed everything over:
+	// it stops its remaining learners and standbys and sends Leave.
+	Shutdown bool
+	// HeartbeatInterval is when the member should heartbeat next: shorter
+	// while it waits for a task another member is releasing.
+	HeartbeatInterval time.Duration
+}
+
+// Limits on numbers that come from outside, so arithmetic on them cannot
+// overflow.
+const (
+	// MaxEpoch bounds epochs: exact in JSON (float64) and far from overflow.
+	MaxEpoch    = 1 << 53
+	maxCapacity = 1 << 20
+	maxList     = 1 << 24
+)
+
+func heartbeatErr(hb Heartbeat, format string, args ...any) error {
+	id := hb.MemberID
+	if len(id) > 64 {
+		id = id[:64] + "..."
+	}
+	return fmt.Errorf("coordinator: heartbeat of member %q: %s: %w", id, fmt.Sprintf(format, args...), ErrInvalidHeartbeat)
+}
+
+// validate checks a heartbeat's shape; it knows nothing of the group.
+func validate(hb Heartbeat) error {
+	switch {
+	case !learner.ValidID(hb.MemberID):
+		return heartbeatErr(hb, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", learner.MaxIDLen)
+	case hb.Epoch < 0 || hb.Epoch > MaxEpoch:
+		return heartbeatErr(hb, "epoch %d out of range [0, %d]", hb.Epoch, int64(MaxEpoch))
+	case hb.Capacity < 0 || hb.Capacity > maxCapacity:
+		return heartbeatErr(hb, "capacity %d out of range [0, %d]", hb.Capacity, maxCapacity)
+	case hb.Rack != "" && !learner.ValidID(hb.Rack):
+		return heartbeatErr(hb, "malformed rack %q", hb.Rack)
+	case hb.Replaces != "" && (hb.Epoch != 0 || !learner.ValidID(hb.Replaces) || hb.Replaces == hb.MemberID):
+		return heartbeatErr(hb, "replaces %q: want the ID of another member, in a join (epoch 0)", hb.Replaces)
+	case hb.Epoch == 0 && !hb.Leave && len(hb.Active)+len(hb.Learning)+len(hb.Standby) > 0:
+		return heartbeatErr(hb, "epoch 0 (joining) with tasks: a joining member runs nothing")
+	}
+	lists := []struct {
+		name  string
+		tasks []string
+	}{{"active", hb.Active}, {"learning", hb.Learning}, {"standby", hb.Standby}}
+	seen := make(map[string]string)
+	for _, l := range lists {
+		if len(l.tasks) > maxList {
+			return heartbeatErr(hb, "%d %s tasks, more than %d", len(l.tasks), l.name, maxList)
+		}
+		for _, t := range l.tasks {
+			if !learner.ValidID(t) {
+				return heartbeatErr(hb, "%s task %q: malformed ID", l.name, t)
+			}
+			if prev, dup := seen[t]; dup && prev == l.name {
+				return heartbeatErr(hb, "task %q listed twice in %s", t, l.name)
+			} else if dup {
+				return heartbeatErr(hb, "task %q in both %s and %s", t, prev, l.name)
+			}
+			seen[t] = l.name
+		}
+	}
+	ready := make(map[string]bool, len(hb.Ready))
+	for _, t := range hb.Ready {
+		if seen[t] != "learning" {
+			return heartbeatErr(hb, "ready task %q is not learning", t)
+		}
+		if ready[t] {
+			return heartbeatErr(hb, "ready task %q listed twice", t)
+		}
+		ready[t] = true
+	}
+	lagged := make(map[string]bool, len(hb.Lag))
+	for _, l := range hb.Lag {
+		switch {
+		case !learner.ValidID(l.Task):
+			return heartbeatErr(hb, "lag of task %q: malformed ID", l.Task)
+		case l.Lag < 0:
+			return heartbeatErr(hb, "lag %d of task %q is negative", l.Lag, l.Task)
+		case lagged[l.Task]:
+			return heartbeatErr(hb, "lag of task %q listed twice", l.Task)
+		}
+		lagged[l.Task] = true
+	}
+	return nil
+}

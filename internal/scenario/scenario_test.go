@@ -1,0 +1,55 @@
+package scenario
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const script = `# A comment.
+
+assign
+tasks: T1
+S1()
+----
+S1(assigned: [T1], revoked: [], learning: [])
+
+# Rejected input.
+assign
+tasks: T1
+S1(assigned: [T1]
+----
+error: line 12: member S1: want ',' or ')', got end of line
+
+# A trailing comment.
+`
+
+func TestParseRunString(t *testing.T) {
+	assert.True(t, IsScript(script))
+	s, err := Parse(script)
+	require.NoError(t, err)
+	require.Len(t, s.Blocks, 2)
+	assert.Equal(t, 3, s.Blocks[0].Line)
+	assert.Equal(t, "\n# A trailing comment.\n", s.Tail)
+	for _, b := range s.Blocks {
+		assert.Equal(t, b.Output, Run(b).Output(), "Run(block at line %d)", b.Line)
+	}
+	assert.Equal(t, script, s.String(), "Parse(script).String()")
+}
+
+func TestIsScript(t *testing.T) {
+	assert.False(t, IsScript("tasks: T1\nS1()\n"), "a rebalance")
+	assert.False(t, IsScript("# only comments\n\n"))
+	assert.True(t, IsScript("  # indented comment\n  assign  \n"))
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"assign\ntasks: T1\n", "line 1: assign without ----"},
+		{"# c\nassign\n----\n\nbalance\n----\n", `line 5: unknown command "balance" (want assign)`},
+	} {
+		_, err := Parse(tc.src)
+		assert.EqualError(t, err, tc.want, "Parse(%q)", tc.src)
+	}
+}

@@ -1,0 +1,209 @@
+package kgolearner_test
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The fault tests play one hand-over (S3 joins a group of S1 and S2, learns
+// tasks and reports them ready) with a fault injected into the rebalance
+// that moves the tasks, through kfake's fault API. Members autocommit only
+// once a minute, so the commits a fault hits are the balancer's own:
+// releases at the end of a session and commits of revoked tasks. Each test
+// checks that the fault struck, that the group converges and that no record
+// is lost; records processed twice must each have been processed first by
+// an instance that was lost, and are counted.
+
+// faultedHandOver starts the story, calls inject once S3 learns and before
+// it reports ready, and returns the group after the hand-over converged
+// (and, if inject returns a condition, that held) and every record was
+// processed, with the records processed twice.
+func faultedHandOver(t *testing.T, inject func(g *group, s1, s2, s3 *member) (what string, cond func() bool)) (g *group, duplicates int) {
+	t.Helper()
+	return faultedHandOverIn(t, newGroup(t, storyTopology), inject)
+}
+
+// faultedHandOverIn is faultedHandOver in a group the test set up.
+func faultedHandOverIn(t *testing.T, g *group, inject func(g *group, s1, s2, s3 *member) (what string, cond func() bool)) (_ *group, duplicates int) {
+	t.Helper()
+	g.autoCommit = time.Minute
+	s1, s2 := g.add("S1", true), g.add("S2", true)
+	g.waitStable(s1, s2)
+	s3 := g.add("S3", false)
+	g.waitFor("S3 to learn its share", func() bool { return len(s3.learning) == 2 })
+	what, cond := inject(g, s1, s2, s3)
+	s3.readyAll()
+	if cond != nil {
+		g.waitFor(what, cond)
+	}
+	g.waitStable(s1, s2, s3)
+	duplicates = g.finish()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.rounds.report(t)
+	return g, duplicates
+}
+
+// commitFault answers the next OffsetCommit with err, which fails the
+// release it answers unless kgo retries it. A failed release defers its
+// task's move by one round: that promotion takes two rounds from Ready,
+// every other one.
+func commitFault(t *testing.T, err *kerr.Error, fails bool) {
+	var h *kfake.FaultHandle
+	g, dups := faultedHandOver(t, func(g *group, _, _, _ *member) (string, func() bool) {
+		h = g.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Err: err, Count: 1})
+		return "", nil
+	})
+	assert.Equal(t, 1, h.Hits(), "OffsetCommits answered %v", err)
+	assert.Zero(t, dups, "records processed twice: a failed release keeps the task on its owner")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	assert.NotEmpty(t, g.rounds.promotions, "promotions")
+	want := 0
+	if fails {
+		want = 1
+	}
+	assert.Equal(t, want, g.failedReleases, "releases that failed (the task stopped and started again before the next round)")
+	for _, p := range g.rounds.promotions {
+		want := 1
+		if p.deferred {
+			want = 2
+		}
+		assert.Equal(t, want, p.rounds, "leader rounds from %s reporting %s ready to running it (deferred: %v)", p.learner, p.task, p.deferred)
+	}
+}
+
+// TestFaultCommitRebalanceInProgress: the owner's release commit is answered
+// REBALANCE_IN_PROGRESS. The owner keeps the task (it runs it again and
+// reports it owned), the leader defers the move, and the owner starts the
+// next rebalance, in which the release succeeds: the promotion takes two
+// rounds, nothing is processed twice.
+func TestFaultCommitRebalanceInProgress(t *testing.T) {
+	commitFault(t, kerr.RebalanceInProgress, true)
+}
+
+// TestFaultCommitIllegalGeneration: the release commit is answered
+// ILLEGAL_GENERATION; kgo also rejoins at once (it takes that error to mean
+// its membership is stale). As with REBALANCE_IN_PROGRESS, the owner keeps
+// the task one more round.
+func TestFaultCommitIllegalGeneration(t *testing.T) {
+	commitFault(t, kerr.IllegalGeneration, true)
+}
+
+// TestFaultCommitCoordinatorNotAvailable: the release commit is answered
+// COORDINATOR_NOT_AVAILABLE; kgo finds the coordinator again and retries
+// the commit, which succeeds: the task moves in the first round.
+func TestFaultCommitCoordinatorNotAvailable(t *testing.T) {
+	commitFault(t, kerr.CoordinatorNotAvailable, false)
+}
+
+// syncControl runs fn on the SyncGroup requests for which match returns
+// true, until fn reports it acted.
+func syncControl(g *group, match func(*kmsg.SyncGroupRequest) bool, fn func() (kmsg.Response, error, bool)) *atomic.Int32 {
+	var hits atomic.Int32
+	g.cluster.ControlKey(int16(kmsg.SyncGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		g.cluster.KeepControl()
+		if !match(req.(*kmsg.SyncGroupRequest)) {
+			return nil, nil, false
+		}
+		g.cluster.DropControl()
+		hits.Add(1)
+		return fn()
+	})
+	return &hits
+}
+
+// leaderSync matches the leader's SyncGroup, the one carrying the plan.
+func leaderSync(req *kmsg.SyncGroupRequest) bool { return len(req.GroupAssignment) > 0 }
+
+// TestFaultSyncGroupDelayed: the leader's SyncGroup reaches the broker three
+// heartbeat intervals late, so every member waits in the sync that long
+// without heartbeating. The sessions outlast it: the hand-over completes in
+// its round and nothing is processed twice.
+func TestFaultSyncGroupDelayed(t *testing.T) {
+	var hits *atomic.Int32
+	g, dups := faultedHandOver(t, func(g *group, _, _, _ *member) (string, func() bool) {
+		hits = syncControl(g, leaderSync, func() (kmsg.Response, error, bool) {
+			g.cluster.SleepControl(func() { time.Sleep(3 * heartbeatInterval) })
+			return nil, nil, false
+		})
+		return "the delayed SyncGroup", func() bool { return hits.Load() > 0 }
+	})
+	assert.Equal(t, int32(1), hits.Load(), "SyncGroups delayed")
+	assert.Zero(t, dups, "records processed twice")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range g.rounds.promotions {
+		if !p.deferred {
+			assert.Equal(t, 1, p.rounds, "leader rounds from %s reporting %s ready to running it", p.learner, p.task)
+		}
+	}
+}
+
+// TestFaultLeaderConnectionCut: the broker cuts the leader's connection when
+// its SyncGroup arrives, between its JoinGroup and its SyncGroup. kgo
+// reconnects and sends the SyncGroup again; the hand-over completes and
+// nothing is processed twice.
+func TestFaultLeaderConnectionCut(t *testing.T) {
+	var hits *atomic.Int32
+	_, dups := faultedHandOver(t, func(g *group, _, _, _ *member) (string, func() bool) {
+		hits = syncControl(g, leaderSync, func() (kmsg.Response, error, bool) {
+			return nil, errors.New("connection cut"), true
+		})
+		return "the leader's SyncGroup to be cut", func() bool { return hits.Load() > 0 }
+	})
+	assert.Equal(t, int32(1), hits.Load(), "leader SyncGroups cut")
+	assert.Zero(t, dups, "records processed twice")
+}
+
+// TestFaultSessionExpiresMidRebalance: S2 runs with a one-second session
+// (the others three seconds), and its JoinGroup reaches the broker 1.5 s
+// after the hand-over's rebalance began, so its session expires while the
+// others wait in theirs: the coordinator drops it and the others take its
+// tasks from its last commit. Until its late JoinGroup is refused, S2 keeps
+// processing those tasks (a cooperative member runs its tasks during a
+// rebalance): those records run twice, each first on an instance that ends
+// lost (S2 rejoins under a new member ID, so it commits nothing for what it
+// ran under the old one). The group converges with S2 back in it.
+func TestFaultSessionExpiresMidRebalance(t *testing.T) {
+	g := newGroup(t, storyTopology)
+	g.session["S2"] = time.Second
+	var hits *atomic.Int32
+	g, dups := faultedHandOverIn(t, g, func(g *group, _, s2, _ *member) (string, func() bool) {
+		id, _ := s2.cl.GroupMetadata()
+		hits = joinControl(g, id, func() (kmsg.Response, error, bool) {
+			g.cluster.SleepControl(func() { time.Sleep(1500 * time.Millisecond) })
+			return nil, nil, false
+		})
+		return "S2 to learn it lost its tasks", func() bool { return s2.loseCalls > 0 }
+	})
+	assert.Equal(t, int32(1), hits.Load(), "JoinGroups delayed past the session timeout")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	lost := slices.Sorted(maps.Keys(g.members["S2"].lostInstances))
+	t.Logf("S2 lost %v with its session; %d records ran twice, each first on one of them", lost, dups)
+}
+
+// joinControl runs fn on the first JoinGroup of the member with ID id.
+func joinControl(g *group, id string, fn func() (kmsg.Response, error, bool)) *atomic.Int32 {
+	var hits atomic.Int32
+	g.cluster.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		g.cluster.KeepControl()
+		if req.(*kmsg.JoinGroupRequest).MemberID != id {
+			return nil, nil, false
+		}
+		g.cluster.DropControl()
+		hits.Add(1)
+		return fn()
+	})
+	return &hits
+}

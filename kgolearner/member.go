@@ -1,0 +1,392 @@
+package kgolearner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/learnerassignor/learner"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// This file is the member side: what a member reports at join, what it does
+// with its assignment, and the hooks, run from kgo's group callbacks.
+//
+// kgo's order for a cooperative member (pkg/kgo/consumer_group.go): a
+// session ends with OnPartitionsRevoked(nil) once the heartbeat sees a
+// rebalance (or ForceRebalance), outside the join-and-sync lock that blocks
+// commits; then joinAndSync calls JoinGroupMetadata and, after the
+// SyncGroup, ParseSyncAssignment, both under that lock; then the new session
+// calls OnPartitionsRevoked(lost) for partitions the assignment took away,
+// then OnPartitionsAssigned(added), while heartbeating. Closing the client
+// calls OnPartitionsRevoked with everything it owns; a fatal group error
+// calls OnPartitionsLost.
+
+// JoinGroupMetadata implements kgo.GroupBalancer: it encodes the member's
+// status. The tasks released at the end of the last session (Revoked) leave
+// the owned partitions, so the leader may hand them to their learners in
+// this rebalance; learned tasks still running (the release failed) stay.
+// It calls no hook: kgo holds its commit lock here.
+func (b *Balancer) JoinGroupMetadata(topics []string, owned map[string][]int32, generation int32) []byte {
+	b.mu.Lock()
+	m := b.w.Join() // idempotent when the session end already called it
+	clear(b.reportedReady)
+	for _, t := range m.Ready {
+		b.reportedReady[t] = true
+	}
+	var released []string
+	for _, t := range m.Revoked {
+		if !b.running[t] {
+			released = append(released, t)
+		}
+	}
+	b.mu.Unlock()
+	m.Revoked = released
+	// The active tasks are the owned partitions' tasks (kgo's view, which
+	// the leader must respect anyway), so the user data leaves them out:
+	// for 100 tasks a member saves 200 bytes a join.
+	m.Assigned = nil
+
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Version = 3
+	meta.Topics = topics
+	meta.Generation = generation
+	// The Worker's report always encodes; if it ever did not, the leader
+	// would still see the owned partitions, so the member still counts.
+	meta.UserData, _ = b.codec.AppendMember(nil, m)
+	gone := b.topo.partitionSet(released)
+	for _, topic := range slices.Sorted(maps.Keys(owned)) {
+		ps := slices.DeleteFunc(slices.Clone(owned[topic]), func(p int32) bool { return gone[topicPartition{topic, p}] })
+		if len(ps) == 0 {
+			continue
+		}
+		op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+		op.Topic, op.Partitions = topic, ps
+		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+	}
+	return meta.AppendTo(nil)
+}
+
+// ParseSyncAssignment implements kgo.GroupBalancer: it applies the
+// leader's assignment to the Worker and returns the partitions of the
+// member's active tasks. The hooks run once the session starts
+// (PartitionsAssigned): kgo holds its commit lock here.
+func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+	var ka kmsg.ConsumerMemberAssignment
+	if err := ka.ReadFrom(assignment); err != nil {
+		return nil, fmt.Errorf("kgolearner: sync assignment: %w", err)
+	}
+	partitions := make(map[string][]int32, len(ka.Topics))
+	for _, t := range ka.Topics {
+		partitions[t.Topic] = t.Partitions
+	}
+	as, err := b.codec.DecodeAssignment(ka.UserData)
+	if err != nil {
+		// A leader with another topology or wire version: run what Kafka
+		// assigned, as plain active tasks.
+		as = learner.Assignment{}
+	}
+	// Active tasks travel as partitions (see plan).
+	as.Assigned = b.topo.tasksOf(partitions)
+	as.MemberID = workerID
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch, err := b.w.Apply(as)
+	if err != nil {
+		return nil, fmt.Errorf("kgolearner: %w", err)
+	}
+	b.synced, b.changes = &as, ch
+	return partitions, nil
+}
+
+// PartitionsRevoked is the balancer's kgo.OnPartitionsRevoked callback (Opts
+// sets it). With no partitions, a session ends because a rebalance begins:
+// the member releases its learned tasks (stops them and commits their
+// offsets) before it joins. With partitions, the member lost them in a
+// rebalance or is leaving the group: it stops and commits the tasks they
+// belong to.
+func (b *Balancer) PartitionsRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	if len(revoked) == 0 {
+		b.releaseLearned(ctx, cl)
+		return
+	}
+	b.mu.Lock()
+	var stop []string
+	for t := range b.running {
+		if b.topo.touches(t, revoked) {
+			stop = append(stop, t)
+		}
+	}
+	lost := b.memberID != "" && memberIDOf(cl) != b.memberID
+	b.mu.Unlock()
+	b.sort(stop)
+	if lost {
+		// The member rejoined under a new ID (its session expired during
+		// the rebalance): what it ran may already run elsewhere.
+		b.lose(cl, stop)
+		return
+	}
+	b.stop(ctx, cl, stop)
+}
+
+// releaseLearned stops the tasks the last assignment tagged learned and
+// commits their offsets; those that fail to stop or commit start again and
+// stay owned.
+func (b *Balancer) releaseLearned(ctx context.Context, cl *kgo.Client) {
+	b.mu.Lock()
+	m := b.w.Join() // learned tasks move to Revoked
+	var release []string
+	for _, t := range m.Revoked {
+		if b.running[t] {
+			release = append(release, t)
+		}
+	}
+	b.mu.Unlock()
+	// A task that failed starts again: the join reports it owned (it
+	// runs), so nobody else starts it in this rebalance.
+	failed := b.stop(ctx, cl, release)
+	b.mu.Lock()
+	for _, t := range failed {
+		b.unreleased[t] = true
+	}
+	b.mu.Unlock()
+	b.start(cl, failed)
+}
+
+// PartitionsAssigned is the balancer's kgo.OnPartitionsAssigned callback
+// (Opts sets it). The session of the last sync starts: the member runs its
+// assignment's hooks, stops before starts.
+func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
+	b.mu.Lock()
+	as, ch := b.synced, b.changes
+	b.synced = nil
+	if as == nil {
+		b.mu.Unlock()
+		return
+	}
+	b.memberID, b.sessionStart = memberIDOf(cl), time.Now()
+	var stop, start []string
+	for t := range b.running {
+		if !slices.Contains(as.Assigned, t) {
+			stop = append(stop, t)
+		}
+	}
+	for _, t := range as.Assigned {
+		if !b.running[t] {
+			start = append(start, t)
+		}
+	}
+	fire := ch.Shutdown && !b.shutdown
+	b.shutdown = b.shutdown || fire
+	// A learned tag on a stateless task or on a task the member failed to
+	// release, or a learner it reported ready and did not get, is a move
+	// the leader deferred: it is due now.
+	rejoin := b.w.ShouldRejoin(time.Now()) || slices.ContainsFunc(as.Learned, func(t string) bool {
+		return b.unreleased[t] || len(b.stateful([]string{t})) == 0
+	}) || slices.ContainsFunc(as.Learning, func(t string) bool { return b.reportedReady[t] })
+	clear(b.unreleased)
+	clear(b.reportedReady)
+	b.mu.Unlock()
+
+	// Normally empty: a task the assignment takes away lost its
+	// partitions, and PartitionsRevoked stopped it.
+	b.sort(stop)
+	b.stop(ctx, cl, stop)
+	each(b.hooks.StopLearning, b.stateful(ch.StopLearning))
+	each(b.hooks.StopStandby, ch.StopStandby)
+	each(b.hooks.StartLearning, b.stateful(ch.StartLearning))
+	each(b.hooks.StartStandby, ch.StartStandby)
+	b.start(cl, start)
+	if fire && b.hooks.Shutdown != nil {
+		go b.hooks.Shutdown()
+	}
+	if rejoin {
+		// Learners became ready while the join was pending, or the
+		// leader deferred a move to the next rebalance.
+		go b.rejoin()
+	}
+}
+
+// PartitionsLost is the balancer's kgo.OnPartitionsLost callback (Opts sets
+// it). The client lost its session, and with it its partitions: the member
+// stops its active tasks without committing (LoseActive) and rejoins as a
+// new member. Its learners and standbys carry on, since their local state
+// is still good.
+func (b *Balancer) PartitionsLost(_ context.Context, cl *kgo.Client, _ map[string][]int32) {
+	b.mu.Lock()
+	old := b.w.Join() // reads the state; the old Worker is dropped
+	b.w = learner.NewWorker(workerID, b.policy)
+	keep := learner.Assignment{MemberID: workerID, Learning: old.Learning, Standby: old.Standby}
+	var stopLearning, stopStandby []string
+	if _, err := b.w.Apply(keep); err != nil {
+		// Cannot happen (a Worker never reports a task twice), but if it
+		// did, the member would start afresh.
+		b.w = learner.NewWorker(workerID, b.policy)
+		stopLearning, stopStandby = old.Learning, old.Standby
+	}
+	for _, t := range old.Ready {
+		b.w.Restored(t)
+	}
+	lose := slices.Collect(maps.Keys(b.running))
+	b.synced, b.memberID = nil, ""
+	b.mu.Unlock()
+	b.sort(lose)
+	b.lose(cl, lose)
+	each(b.hooks.StopLearning, b.stateful(stopLearning))
+	each(b.hooks.StopStandby, stopStandby)
+}
+
+// stop stops running tasks and commits their offsets, and returns those
+// that failed (StopActive returned an error or the commit failed). Their
+// partitions are paused first, so no later poll returns their records; they
+// stay paused until the task starts again.
+func (b *Balancer) stop(ctx context.Context, cl *kgo.Client, tasks []string) (failed []string) {
+	if len(tasks) == 0 {
+		return nil
+	}
+	b.pause(cl, tasks)
+	var commit []string
+	for _, t := range tasks {
+		b.setRunning(t, false)
+		if b.hooks.StopActive == nil {
+			commit = append(commit, t)
+			continue
+		}
+		if err := b.hooks.StopActive(t); err != nil {
+			failed = append(failed, t)
+			continue
+		}
+		commit = append(commit, t)
+	}
+	return append(failed, b.commit(ctx, cl, commit)...)
+}
+
+// lose stops running tasks without committing.
+func (b *Balancer) lose(cl *kgo.Client, tasks []string) {
+	b.pause(cl, tasks)
+	for _, t := range tasks {
+		b.setRunning(t, false)
+		switch {
+		case b.hooks.LoseActive != nil:
+			b.hooks.LoseActive(t)
+		case b.hooks.StopActive != nil:
+			_ = b.hooks.StopActive(t) // documented: ignored, nothing is committed
+		}
+	}
+}
+
+// start starts tasks and resumes their partitions' fetches.
+func (b *Balancer) start(cl *kgo.Client, tasks []string) {
+	if len(tasks) == 0 {
+		return
+	}
+	for _, t := range tasks {
+		b.setRunning(t, true)
+		if b.hooks.StartActive != nil {
+			b.hooks.StartActive(t)
+		}
+	}
+	if cl != nil {
+		cl.ResumeFetchPartitions(b.topo.partitionMap(tasks))
+	}
+}
+
+func (b *Balancer) pause(cl *kgo.Client, tasks []string) {
+	if cl != nil && len(tasks) > 0 {
+		cl.PauseFetchPartitions(b.topo.partitionMap(tasks))
+	}
+}
+
+func (b *Balancer) setRunning(task string, running bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if running {
+		b.running[task] = true
+	} else {
+		delete(b.running, task)
+	}
+}
+
+// commit synchronously commits the offsets polled from the tasks'
+// partitions and returns the tasks whose commit failed. Partitions with
+// nothing polled since their last commit need none.
+func (b *Balancer) commit(ctx context.Context, cl *kgo.Client, tasks []string) (failed []string) {
+	if cl == nil || len(tasks) == 0 {
+		return nil
+	}
+	polled := cl.UncommittedOffsets()
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	for _, t := range tasks {
+		b.topo.partitions(b.topo.index[t], func(topic string, p int32) {
+			if eo, ok := polled[topic][p]; ok {
+				if offsets[topic] == nil {
+					offsets[topic] = map[int32]kgo.EpochOffset{}
+				}
+				offsets[topic][p] = eo
+			}
+		})
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	ctx, cancel := b.commitContext(ctx)
+	defer cancel()
+	bad := map[topicPartition]bool{}
+	var reqErr error
+	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			reqErr = err
+			return
+		}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if kerr.ErrorForCode(rp.ErrorCode) != nil {
+					bad[topicPartition{rt.Topic, rp.Partition}] = true
+				}
+			}
+		}
+	})
+	for _, t := range tasks {
+		if reqErr != nil || b.topo.anyPartition(b.topo.index[t], bad) {
+			failed = append(failed, t)
+		}
+	}
+	return failed
+}
+
+// stateful keeps the stateful tasks of ts: a stateless task moves through
+// a learner tag only to wait for its owner's release, with nothing to
+// replay, so the application hears nothing of it.
+func (b *Balancer) stateful(ts []string) []string {
+	return slices.DeleteFunc(slices.Clone(ts), func(t string) bool {
+		i, ok := b.topo.index[t]
+		return ok && !b.topo.tasks[i].Stateful
+	})
+}
+
+// sort puts tasks in topology order: hooks run in a fixed order.
+func (b *Balancer) sort(tasks []string) {
+	slices.SortFunc(tasks, func(x, y string) int { return b.topo.index[x] - b.topo.index[y] })
+}
+
+func memberIDOf(cl *kgo.Client) string {
+	if cl == nil {
+		return ""
+	}
+	id, _ := cl.GroupMetadata()
+	return id
+}
+
+func each(hook func(string), tasks []string) {
+	if hook == nil {
+		return
+	}
+	for _, t := range tasks {
+		hook(t)
+	}
+}
