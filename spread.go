@@ -38,35 +38,61 @@ func (g *group) placementOrder(tasks []int32) []int32 {
 	return out
 }
 
-// spread holds each member's planned task count per subtopology, sparse:
-// only the subtopologies a member holds, sorted, each member's counts in a
-// window of one shared pool. A dense members x subtopologies table would
-// cost 40 MB at 10,000 members and 1,000 subtopologies, more than the tasks
-// themselves, and a cache miss per task to fill; the sparse counts take at
-// most one entry per task plus what receivers gain, found by a binary search
-// over the few dozen subtopologies a member holds.
+// spread holds each member's planned task count per subtopology, in one
+// of two layouts chosen by size. When members x subtopologies is at most
+// four times the task count, a dense table (dense[m*subs+sub]): no larger
+// than four per-task arrays (a group holds a dozen), and one load per
+// count. Above that, sparse counts: only
+// the subtopologies a member holds, sorted, each member's in a window of
+// one shared pool, found by a binary search over the few dozen a member
+// holds. A dense table would cost 40 MB at 10,000 members and 1,000
+// subtopologies, more than the tasks themselves, and a cache miss per task
+// to fill; at 1,000 members and 100 subtopologies the binary searches and
+// the pool cost a quarter more time than the table they save.
 type spread struct {
-	on   bool
-	pool []subCount // member m's counts: pool[off[m] : off[m]+n[m]], sorted by sub, room[m] slots
-	off  []int32
-	n    []int32
-	room []int32
-	max  []int32 // per member: an upper bound of its counts, to stop scans early
-	last []int32 // per member: the subtopology it received last, none at first
+	on    bool
+	subs  int32
+	dense []int32    // [m*subs+sub], when members*subs <= 4*tasks
+	pool  []subCount // otherwise: member m's counts are pool[off[m] : off[m]+n[m]], sorted by sub, room[m] slots
+	off   []int32
+	n     []int32
+	room  []int32
+	max   []int32 // per member: an upper bound of its counts, to stop scans early
+	last  []int32 // per member: the subtopology it received last, none at first
 }
 
 // subCount is a member's planned task count of one subtopology.
 type subCount struct{ sub, n int32 }
 
-// newSpread counts each member's planned tasks per subtopology: a counting
-// sort of the planned tasks by member, then one run-length pass per member.
+// newSpread counts each member's planned tasks per subtopology: in the
+// dense table directly, or for sparse counts by a counting sort of the
+// planned tasks by member, then one run-length pass per member.
 func (g *group) newSpread() spread {
 	if g.nSubs < 2 {
 		return spread{}
 	}
+	return g.countSpread(len(g.load)*g.nSubs <= 4*len(g.tasks))
+}
+
+// countSpread counts in the dense table or in sparse counts.
+func (g *group) countSpread(dense bool) spread {
 	members := len(g.load)
-	sp := spread{on: true, off: make([]int32, members), n: make([]int32, members), room: make([]int32, members),
-		max: make([]int32, members), last: make([]int32, members)}
+	sp := spread{on: true, subs: int32(g.nSubs), max: make([]int32, members), last: make([]int32, members)}
+	for m := range sp.last {
+		sp.last[m] = none
+	}
+	if dense {
+		sp.dense = make([]int32, members*g.nSubs)
+		for t := range g.owner {
+			if p := g.planned(int32(t)); p != none {
+				i := p*sp.subs + g.sub[t]
+				sp.dense[i]++
+				sp.max[p] = max(sp.max[p], sp.dense[i])
+			}
+		}
+		return sp
+	}
+	sp.off, sp.n, sp.room = make([]int32, members), make([]int32, members), make([]int32, members)
 	start := make([]int32, members+1)
 	for t := range g.owner {
 		if p := g.planned(int32(t)); p != none {
@@ -89,7 +115,6 @@ func (g *group) newSpread() spread {
 	// outgrow their window and move to the end of the pool (see add).
 	sp.pool = make([]subCount, 0, len(byMember))
 	for m := range members {
-		sp.last[m] = none
 		tasks := byMember[start[m]:start[m+1]]
 		if !slices.IsSortedFunc(tasks, g.bySub) { // subtopologies usually follow topology order
 			slices.SortFunc(tasks, g.bySub)
@@ -119,6 +144,9 @@ func (sp *spread) find(m, sub int32) (int, bool) {
 }
 
 func (sp *spread) count(m, sub int32) int32 {
+	if sp.dense != nil {
+		return sp.dense[m*sp.subs+sub]
+	}
 	if i, ok := sp.find(m, sub); ok {
 		return sp.pool[i].n
 	}
@@ -127,6 +155,14 @@ func (sp *spread) count(m, sub int32) int32 {
 
 // moved records that a task of sub moved from h to l.
 func (sp *spread) moved(sub, h, l int32) {
+	sp.last[l] = sub
+	if sp.dense != nil {
+		sp.dense[h*sp.subs+sub]--
+		i := l*sp.subs + sub
+		sp.dense[i]++
+		sp.max[l] = max(sp.max[l], sp.dense[i])
+		return
+	}
 	if i, ok := sp.find(h, sub); ok { // always: h planned the task
 		sp.pool[i].n-- // a count of zero stays; count reads it the same
 	}
@@ -136,7 +172,6 @@ func (sp *spread) moved(sub, h, l int32) {
 	}
 	sp.pool[i].n++
 	sp.max[l] = max(sp.max[l], sp.pool[i].n)
-	sp.last[l] = sub
 }
 
 // add inserts a zero count of sub for m at pool position at (from find)
