@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -150,24 +149,8 @@ var extremeSpec = learnertest.Spec{MaxMembers: 24, MaxTasks: 100, Extreme: true}
 //	LEARNER_LONG=1 go test -run PropertyExtreme    # 20,000 groups
 //	LEARNER_SEED=123 go test -run PropertyExtreme  # replay a printed seed
 func TestPropertyExtremeNumbers(t *testing.T) {
-	seed := baseSeed(t)
 	n := runs(1000, 20000)
-	t.Logf("seed %d, %d groups", seed, n)
-	seen := map[string]int{}
-	failures := 0
-	for i := range n {
-		s := seed + uint64(i)
-		g := learnertest.Generate(rand.New(rand.NewPCG(s, 3)), extremeSpec)
-		for _, e := range extremes(g) {
-			seen[e]++
-		}
-		if msg := checkExtreme(g, s); msg != "" {
-			assert.Fail(t, "group with extreme numbers", "group %d (LEARNER_SEED=%d): %s", i, seed, msg)
-			if failures++; failures == 3 {
-				t.FailNow()
-			}
-		}
-	}
+	seen := checkGenerated(t, extremeSpec, 3, n, extremes, checkExtreme)
 	for _, e := range []string{"capacity MaxCapacity", "capacities scaled", "lag >= 2^62", "acceptable lag >= 2^62", "largest standbys", "max learners MaxInt"} {
 		t.Logf("%6d groups with %s", seen[e], e)
 		assert.GreaterOrEqual(t, seen[e], n/50, "only %d of %d groups with %s: the generator no longer tests it", seen[e], n, e)
@@ -182,12 +165,8 @@ func checkExtreme(g learner.Rebalance, seed uint64) (msg string) {
 			msg = fmt.Sprintf("panic: %v\ninput:\n%s", p, g)
 		}
 	}()
-	if vs := learnertest.CheckRebalance(g, seed); len(vs) > 0 {
-		small := learnertest.Shrink(g, func(h learner.Rebalance) bool {
-			return learnertest.HasRule(learnertest.CheckRebalance(h, seed), vs[0].Rule)
-		})
-		return fmt.Sprintf("%d violations, first: %v\nshrunk input:\n%s\nits violations:\n%s",
-			len(vs), vs[0], small, learnertest.FormatViolations(learnertest.CheckRebalance(small, seed)))
+	if msg := checkRules(g, seed); msg != "" {
+		return msg
 	}
 	a, err := learner.New(g.Tasks, g.Options)
 	if err != nil {

@@ -40,6 +40,8 @@
 //  11. Deterministic: the output depends only on the set of reports.
 //  12. Stale or conflicting reports never lose or duplicate a task; malformed
 //     ones are errors wrapping ErrInvalidMember that name the member and task.
+//  13. Standbys move warm: a caught-up copy that standby placement drops
+//     stays as an extra standby until its replacement reports caught up.
 //
 // The rules in full, the features beyond the design document (capacity,
 // learner budget, lag-aware readiness, rack-aware standbys, subtopology

@@ -32,7 +32,7 @@ type group struct {
 	learner    []int32 // rank of the learner
 	learnerKey []learnerKey
 	fixed      []bool // placed this round: not to be moved again
-	warm       csr    // members with local state for the task (standby or lag); empty (nil start) when none has
+	warm       csr    // members with local state for the task (standby or lag); nil start when none has and no standbys are placed
 	warmLag    []reportedLag
 	warmIsSb   []bool
 
@@ -41,6 +41,7 @@ type group struct {
 	// Standbys: task t's are sbItems[sbStart[t]:sbStart[t]+sbHave[t]].
 	sbStart, sbItems, sbHave []int32
 	sbCount                  []int32 // per member
+	sbExtra                  csr     // per task: caught-up copies kept while new ones replay (standby_warm.go)
 }
 
 // newGroup allocates the per-member and per-task state of a group whose

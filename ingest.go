@@ -372,11 +372,12 @@ func lagOf(lags map[int32]int64, t int32) reportedLag {
 }
 
 // indexWarm lays out the warm entries by member and by task once every
-// member is read. With none (no standbys and no lags reported, the common
-// case without standbys) it allocates nothing: the per-task index alone
-// would be as large as the task list.
+// member is read. With none, and no standbys to place (standby placement
+// reads the per-task index), it allocates nothing: the common case without
+// standbys, where the per-task index alone would be as large as the task
+// list.
 func (rd *reader) indexWarm() {
-	if len(rd.warm) == 0 {
+	if len(rd.warm) == 0 && rd.opts.Standbys == 0 {
 		return
 	}
 	g, nt := rd.group, int32(len(rd.tasks))

@@ -157,9 +157,26 @@ var mutations = []mutation{
 			out[i].Standby = insert(a, out[i].Standby, out[i].Assigned[0])
 		}
 	})},
-	{"drop a standby", []string{"standby"}, afterAssign(func(in []MemberMetadata, out []Assignment, a *Assignor) {
+	{"drop a standby", []string{"standby", "warm-copies"}, afterAssign(func(in []MemberMetadata, out []Assignment, a *Assignor) {
 		if i := firstWith(out, func(a *Assignment) []string { return a.Standby }); i >= 0 {
 			out[i].Standby = out[i].Standby[1:]
+		}
+	})},
+	{"move a caught-up standby cold", []string{"warm-copies"}, afterAssign(func(in []MemberMetadata, out []Assignment, a *Assignor) {
+		for i := range out {
+			for _, id := range out[i].Standby {
+				if !reportedStandby(in, out[i].MemberID, id) {
+					continue
+				}
+				for j := range out {
+					if j != i && !holds(out[j], id) && !slices.Contains(out[j].Learning, id) && !slices.Contains(out[j].Standby, id) &&
+						!isLeaving(in, out[j].MemberID) && !reportedStandby(in, out[j].MemberID, id) {
+						out[i].Standby = remove(out[i].Standby, id)
+						out[j].Standby = insert(a, out[j].Standby, id)
+						return
+					}
+				}
+			}
 		}
 	})},
 	{"pile standbys on one member", []string{"band"}, afterAssign(func(in []MemberMetadata, out []Assignment, a *Assignor) {
@@ -291,4 +308,15 @@ func catchInHistories(m mutation, seed uint64, n int) (rule, where string) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// reportedStandby reports whether member id reported a standby of task
+// with no lag (a caught-up copy, whatever the acceptable lag).
+func reportedStandby(in []MemberMetadata, id, task string) bool {
+	for _, m := range in {
+		if m.ID == id && slices.Contains(m.Standby, task) && !slices.ContainsFunc(m.Lag, func(l TaskLag) bool { return l.Task == task && l.Lag > 0 }) {
+			return true
+		}
+	}
+	return false
 }

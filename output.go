@@ -28,7 +28,10 @@ func (g *group) output() []Assignment {
 		}
 	}
 	for t := range g.sbHave {
-		for _, m := range g.sbItems[g.sbStart[t] : g.sbStart[t]+g.sbHave[t]] {
+		for _, m := range g.standbysOf(int32(t)) {
+			count[int(m)*lists+standby]++
+		}
+		for _, m := range g.extraStandbys(int32(t)) {
 			count[int(m)*lists+standby]++
 		}
 	}
@@ -84,7 +87,10 @@ func (g *group) output() []Assignment {
 		}
 	}
 	for t := range g.sbHave {
-		for _, m := range g.sbItems[g.sbStart[t] : g.sbStart[t]+g.sbHave[t]] {
+		for _, m := range g.standbysOf(int32(t)) {
+			put(m, standby, g.tasks[t].ID)
+		}
+		for _, m := range g.extraStandbys(int32(t)) {
 			put(m, standby, g.tasks[t].ID)
 		}
 	}

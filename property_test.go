@@ -1,6 +1,7 @@
 package learner_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -57,30 +58,47 @@ var propertySpec = learnertest.Spec{MaxMembers: 60, MaxTasks: 400, Features: tru
 // and fails if some situation never came up: a generator that drifted would
 // otherwise make the test pass without testing it.
 func TestPropertyGeneratedGroups(t *testing.T) {
-	seed := baseSeed(t)
 	n := runs(2000, 100000)
+	seen := checkGenerated(t, propertySpec, 1, n, learnertest.Traits, checkRules)
+	for _, trait := range learnertest.AllTraits() {
+		t.Logf("%6d groups with %s", seen[trait], trait)
+		assert.GreaterOrEqual(t, seen[trait], n/200, "only %d of %d groups with %s: the generator no longer tests it", seen[trait], n, trait)
+	}
+}
+
+// checkGenerated draws n groups from spec (PCG stream stream, seeds from
+// baseSeed on), counts the labels each gets, and fails the test, at most
+// three times, for each group check describes a failure of.
+func checkGenerated(t *testing.T, spec learnertest.Spec, stream uint64, n int,
+	labels func(Rebalance) []string, check func(g Rebalance, seed uint64) string) map[string]int {
+	seed := baseSeed(t)
 	t.Logf("seed %d, %d groups", seed, n)
 	seen := map[string]int{}
 	failures := 0
 	for i := range n {
 		s := seed + uint64(i)
-		g := learnertest.Generate(rand.New(rand.NewPCG(s, 1)), propertySpec)
-		for _, trait := range learnertest.Traits(g) {
-			seen[trait]++
+		g := learnertest.Generate(rand.New(rand.NewPCG(s, stream)), spec)
+		for _, l := range labels(g) {
+			seen[l]++
 		}
-		vs := learnertest.CheckRebalance(g, s)
-		if len(vs) == 0 {
-			continue
-		}
-		small := learnertest.Shrink(g, func(h Rebalance) bool { return learnertest.HasRule(learnertest.CheckRebalance(h, s), vs[0].Rule) })
-		assert.Fail(t, "generated group breaks a rule", "group %d (LEARNER_SEED=%d): %d violations, first: %v\nshrunk input:\n%s\nits violations:\n%s",
-			i, seed, len(vs), vs[0], small, learnertest.FormatViolations(learnertest.CheckRebalance(small, s)))
-		if failures++; failures == 3 {
-			t.FailNow()
+		if msg := check(g, s); msg != "" {
+			assert.Fail(t, "generated group fails", "group %d (LEARNER_SEED=%d): %s", i, seed, msg)
+			if failures++; failures == 3 {
+				t.FailNow()
+			}
 		}
 	}
-	for _, trait := range learnertest.AllTraits() {
-		t.Logf("%6d groups with %s", seen[trait], trait)
-		assert.GreaterOrEqual(t, seen[trait], n/200, "only %d of %d groups with %s: the generator no longer tests it", seen[trait], n, trait)
+	return seen
+}
+
+// checkRules runs learnertest.CheckRebalance on g and describes the first
+// violation with a shrunk group that still has it, or returns "".
+func checkRules(g Rebalance, seed uint64) string {
+	vs := learnertest.CheckRebalance(g, seed)
+	if len(vs) == 0 {
+		return ""
 	}
+	small := learnertest.Shrink(g, func(h Rebalance) bool { return learnertest.HasRule(learnertest.CheckRebalance(h, seed), vs[0].Rule) })
+	return fmt.Sprintf("%d violations, first: %v\nshrunk input:\n%s\nits violations:\n%s",
+		len(vs), vs[0], small, learnertest.FormatViolations(learnertest.CheckRebalance(small, seed)))
 }

@@ -6,34 +6,42 @@ import (
 )
 
 // placeStandbys gives each stateful task Options.Standbys standby replicas on
-// staying members other than its owner and learner (rule 10).
+// staying members other than its owner and learner (rule 10), and keeps its
+// caught-up copies while standbys move (rule 13).
 //
 // Each staying member has a quota of standbys: its share of all of them by
 // capacity, rounded so that the quotas add up to the total (largest
-// remainders first, then ID order). Placement runs in four steps:
+// remainders first, then ID order). Placement runs in five steps:
 //
 //  1. keep every reported standby that is still valid (a stable group keeps
-//     its warm copies);
-//  2. fill the missing ones, each on the lightest member below its quota
-//     (total load per unit of capacity), preferring racks without a copy of
-//     the task;
+//     its warm copies); where more members report one task than it needs,
+//     keep the copies that fit the quotas (keepReported);
+//  2. fill the missing ones, each on a member below its quota that has the
+//     task caught up (a promoted task's old owner), else on the lightest
+//     member below its quota (total load per unit of capacity), preferring
+//     racks without a copy of the task;
 //  3. move standbys from members above their quota to members below it;
 //  4. move a standby that shares a rack with another copy of its task to a
-//     member below its quota in a rack without one.
+//     member below its quota in a rack without one;
+//  5. keep, as extra standbys, caught-up copies that steps 1-4 dropped while
+//     their replacements replay (retainCaught, standby_warm.go).
 //
 // Steps 3 and 4 repeat until neither applies. Whether they apply depends
 // only on the placement itself, so reporting the result back keeps
 // everything (step 1), fills nothing and repairs nothing: a fixed point,
-// with no standby churn between rebalances.
+// with no standby churn between rebalances. Extra standbys go once the new
+// copies report caught up.
 func (g *group) placeStandbys() {
 	if g.opts.Standbys == 0 || g.staying == 0 {
 		return
 	}
 	p := g.newStandbyPlan(g.opts.Standbys)
+	p.findMoved()
 	p.keepReported()
 	p.fill()
 	for p.repairQuotas() || p.spreadRacks() {
 	}
+	p.retainCaught()
 }
 
 // standbyPlan is the state of placeStandbys. Task t's standbys are
@@ -46,6 +54,12 @@ type standbyPlan struct {
 	groups     int
 	used       []bool // per rack group, for the task at hand
 	skipped    []int32
+	// Warm moves (standby_warm.go): tasks where placement may drop a
+	// caught-up copy, and their old holders and ready learners.
+	dirty      []bool
+	dirtyList  []int32
+	oldHolders map[int32][]int32
+	readyOf    map[int32][]int32
 }
 
 func (g *group) newStandbyPlan(k int) *standbyPlan {
@@ -107,17 +121,105 @@ func (p *standbyPlan) setQuotas(total int64) {
 	}
 }
 
-// keepReported keeps each valid reported standby (first reporters by ID
-// when more than Standbys report one task).
+// keepReported keeps each valid reported standby. When more members than
+// Standbys report one task (a warm move whose old copy was kept, or stale
+// reports), it keeps the copies that fit the members' quotas, found by
+// matchExcess: the old copy of a warm move is the one its member holds
+// beyond its quota, so the new copy stays where the last placement put it
+// and no standby moves twice. Whether the old copy is still needed is
+// retainCaught's call.
 func (p *standbyPlan) keepReported() {
-	if p.warm.start == nil {
-		return // nobody reported a standby
-	}
+	room := slices.Clone(p.quota)
+	var excess []int32
 	for t := range int32(len(p.tasks)) {
+		n := int32(0)
 		for i := p.warm.start[t]; i < p.warm.start[t+1]; i++ {
-			if m := p.warm.items[i]; p.warmIsSb[i] && p.have[t] < p.want[t] && p.canHold(t, m) {
-				p.add(t, m)
+			if m := p.warm.items[i]; p.warmIsSb[i] && p.canHold(t, m) {
+				n++
 			}
+		}
+		if n > p.want[t] {
+			excess = append(excess, t)
+			p.markDirty(t)
+			continue
+		}
+		for i := p.warm.start[t]; i < p.warm.start[t+1]; i++ {
+			if m := p.warm.items[i]; p.warmIsSb[i] && p.canHold(t, m) {
+				p.add(t, m)
+				room[m]--
+			}
+		}
+	}
+	if len(excess) > 0 {
+		p.matchExcess(excess, room)
+	}
+}
+
+// matchExcess chooses want[t] of the reported holders of each excess task
+// so that no member holds more than its room (its quota less the standbys
+// already kept): a bipartite b-matching found by augmenting paths (Kuhn's
+// algorithm), so one member's room goes to whichever of its tasks has no
+// other holder with room. Tasks it cannot fill within the rooms take their
+// first other reporters by ID; repairQuotas then moves what is above quota.
+//
+// Excess tasks exist only while standbys move or after stale reports, so
+// the matching is small; its worst case, quadratic in the excess tasks,
+// never meets a stable group.
+func (p *standbyPlan) matchExcess(excess []int32, room []int32) {
+	holders := make(map[int32][]int32, len(excess))
+	for _, t := range excess {
+		for i := p.warm.start[t]; i < p.warm.start[t+1]; i++ {
+			if m := p.warm.items[i]; p.warmIsSb[i] && p.canHold(t, m) {
+				holders[t] = append(holders[t], m)
+			}
+		}
+	}
+	chosen := make(map[int32][]int32, len(excess)) // task -> members
+	uses := map[int32][]int32{}                    // member -> tasks
+	var visited map[int32]bool
+	var augment func(t int32) bool
+	augment = func(t int32) bool {
+		for _, m := range holders[t] {
+			if visited[m] || slices.Contains(chosen[t], m) {
+				continue
+			}
+			visited[m] = true
+			if int32(len(uses[m])) < room[m] {
+				chosen[t], uses[m] = append(chosen[t], m), append(uses[m], t)
+				return true
+			}
+			for i, t2 := range uses[m] {
+				if t2 != t && augment(t2) { // t2 found another holder: m's use moves to t
+					chosen[t2] = slices.DeleteFunc(chosen[t2], func(x int32) bool { return x == m })
+					uses[m][i] = t
+					chosen[t] = append(chosen[t], m)
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, t := range excess {
+		for int32(len(chosen[t])) < p.want[t] {
+			visited = map[int32]bool{}
+			if !augment(t) {
+				break
+			}
+		}
+	}
+	for _, t := range excess {
+		keep := chosen[t]
+		for _, m := range holders[t] {
+			if int32(len(keep)) >= p.want[t] {
+				break
+			}
+			if !slices.Contains(keep, m) {
+				keep = append(keep, m)
+			}
+		}
+		slices.Sort(keep) // rank order, as for every other task
+		for _, m := range keep {
+			p.add(t, m)
 		}
 	}
 }
@@ -128,7 +230,10 @@ func (p *standbyPlan) fill() {
 	heaps := p.underQuota()
 	for t := range int32(len(p.tasks)) {
 		for p.have[t] < p.want[t] {
-			m := p.pick(heaps, t)
+			m := p.pickCaught(t)
+			if m == none {
+				m = p.pick(heaps, t)
+			}
 			if m == none {
 				break // every staying member owns, learns or stands by t
 			}
@@ -372,6 +477,7 @@ func (p *standbyPlan) add(t, m int32) {
 
 // moveStandby moves t's standby from member d to member u.
 func (p *standbyPlan) moveStandby(t, d, u int32) {
+	p.markDirty(t)
 	slot := slices.Index(p.standbysOf(t), d)
 	p.sbItems[p.sbStart[t]+int32(slot)] = u
 	p.sbCount[d]--

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/errtext"
 )
 
 // Config configures a Coordinator. The zero value is usable: Kafka-like
@@ -262,17 +263,17 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 		}
 		m = c.add(hb)
 	case m == nil:
-		return Response{}, fmt.Errorf("coordinator: member %q at epoch %d is not in the group (timed out or left): %w", hb.MemberID, hb.Epoch, ErrFenced)
+		return Response{}, fmt.Errorf("coordinator: member %s at epoch %d is not in the group (timed out or left): %w", errtext.Quote(hb.MemberID), hb.Epoch, ErrFenced)
 	case hb.Epoch == 0 && m.acked > 0:
 		// A late copy of its join, or a restarted member reusing the ID of
 		// an incarnation that may still hold tasks: never a fresh start.
-		return Response{}, fmt.Errorf("coordinator: member %q joins with epoch 0, but its ID is in use at epoch %d (an ID is one incarnation): %w", hb.MemberID, m.acked, ErrFenced)
+		return Response{}, fmt.Errorf("coordinator: member %s joins with epoch 0, but its ID is in use at epoch %d (an ID is one incarnation): %w", errtext.Quote(hb.MemberID), m.acked, ErrFenced)
 	case hb.Epoch > m.sent:
-		return Response{}, fmt.Errorf("coordinator: member %q reports epoch %d, the coordinator sent it %d: %w", hb.MemberID, hb.Epoch, m.sent, ErrFenced)
+		return Response{}, fmt.Errorf("coordinator: member %s reports epoch %d, the coordinator sent it %d: %w", errtext.Quote(hb.MemberID), hb.Epoch, m.sent, ErrFenced)
 	case m.sent >= MaxEpoch:
 		// No epoch is left to give it a new target: it must start over. Its
 		// tasks stay counted until its session expires.
-		return Response{}, fmt.Errorf("coordinator: member %q has used up its epochs: %w", hb.MemberID, ErrFenced)
+		return Response{}, fmt.Errorf("coordinator: member %s has used up its epochs: %w", errtext.Quote(hb.MemberID), ErrFenced)
 	case hb.Epoch < m.acked:
 		return c.response(m), nil // late or duplicate: newer news is in already
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/errtext"
 )
 
 // Errors returned by the package wrap one of these, so callers can test them
@@ -106,11 +107,7 @@ const (
 )
 
 func heartbeatErr(hb Heartbeat, format string, args ...any) error {
-	id := hb.MemberID
-	if len(id) > 64 {
-		id = id[:64] + "..."
-	}
-	return fmt.Errorf("coordinator: heartbeat of member %q: %s: %w", id, fmt.Sprintf(format, args...), ErrInvalidHeartbeat)
+	return fmt.Errorf("coordinator: heartbeat of member %s: %s: %w", errtext.Quote(hb.MemberID), fmt.Sprintf(format, args...), ErrInvalidHeartbeat)
 }
 
 // validate checks a heartbeat's shape; it knows nothing of the group.
@@ -123,9 +120,9 @@ func validate(hb Heartbeat) error {
 	case hb.Capacity < 0 || hb.Capacity > maxCapacity:
 		return heartbeatErr(hb, "capacity %d out of range [0, %d]", hb.Capacity, maxCapacity)
 	case hb.Rack != "" && !learner.ValidID(hb.Rack):
-		return heartbeatErr(hb, "malformed rack %q", hb.Rack)
+		return heartbeatErr(hb, "malformed rack %s", errtext.Quote(hb.Rack))
 	case hb.Replaces != "" && (hb.Epoch != 0 || !learner.ValidID(hb.Replaces) || hb.Replaces == hb.MemberID):
-		return heartbeatErr(hb, "replaces %q: want the ID of another member, in a join (epoch 0)", hb.Replaces)
+		return heartbeatErr(hb, "replaces %s: want the ID of another member, in a join (epoch 0)", errtext.Quote(hb.Replaces))
 	case hb.Epoch == 0 && !hb.Leave && len(hb.Active)+len(hb.Learning)+len(hb.Standby) > 0:
 		return heartbeatErr(hb, "epoch 0 (joining) with tasks: a joining member runs nothing")
 	}
@@ -140,12 +137,12 @@ func validate(hb Heartbeat) error {
 		}
 		for _, t := range l.tasks {
 			if !learner.ValidID(t) {
-				return heartbeatErr(hb, "%s task %q: malformed ID", l.name, t)
+				return heartbeatErr(hb, "%s task %s: malformed ID", l.name, errtext.Quote(t))
 			}
 			if prev, dup := seen[t]; dup && prev == l.name {
-				return heartbeatErr(hb, "task %q listed twice in %s", t, l.name)
+				return heartbeatErr(hb, "task %s listed twice in %s", errtext.Quote(t), l.name)
 			} else if dup {
-				return heartbeatErr(hb, "task %q in both %s and %s", t, prev, l.name)
+				return heartbeatErr(hb, "task %s in both %s and %s", errtext.Quote(t), prev, l.name)
 			}
 			seen[t] = l.name
 		}
@@ -153,10 +150,10 @@ func validate(hb Heartbeat) error {
 	ready := make(map[string]bool, len(hb.Ready))
 	for _, t := range hb.Ready {
 		if seen[t] != "learning" {
-			return heartbeatErr(hb, "ready task %q is not learning", t)
+			return heartbeatErr(hb, "ready task %s is not learning", errtext.Quote(t))
 		}
 		if ready[t] {
-			return heartbeatErr(hb, "ready task %q listed twice", t)
+			return heartbeatErr(hb, "ready task %s listed twice", errtext.Quote(t))
 		}
 		ready[t] = true
 	}
@@ -164,11 +161,11 @@ func validate(hb Heartbeat) error {
 	for _, l := range hb.Lag {
 		switch {
 		case !learner.ValidID(l.Task):
-			return heartbeatErr(hb, "lag of task %q: malformed ID", l.Task)
+			return heartbeatErr(hb, "lag of task %s: malformed ID", errtext.Quote(l.Task))
 		case l.Lag < 0:
-			return heartbeatErr(hb, "lag %d of task %q is negative", l.Lag, l.Task)
+			return heartbeatErr(hb, "lag %d of task %s is negative", l.Lag, errtext.Quote(l.Task))
 		case lagged[l.Task]:
-			return heartbeatErr(hb, "lag of task %q listed twice", l.Task)
+			return heartbeatErr(hb, "lag of task %s listed twice", errtext.Quote(l.Task))
 		}
 		lagged[l.Task] = true
 	}

@@ -38,6 +38,10 @@ type inputView struct {
 	lag      []map[int]int64   // member -> reported lag per task
 	standby  [][]int           // members reporting a standby of each task
 	warm     [][]int           // members with a standby or a lag for each task
+	// caught lists, per stateful task, the staying members with a caught-up
+	// copy: running or revoked it, a standby of it with a lag within
+	// AcceptableLag (or none reported), a ready learner of it.
+	caught [][]int
 }
 
 // claimClass ranks a member's claim on a task by the documented owner rule:
@@ -129,7 +133,62 @@ func newInputView(tasks []learner.Task, opts learner.Options, in []learner.Membe
 			v.warm[t] = append(v.warm[t], m)
 		}
 	}
+	v.caught = make([][]int, nt)
+	for m, mm := range v.members {
+		if mm.Leaving {
+			continue
+		}
+		caught := map[int]bool{}
+		for id := range v.held[m] {
+			if t, ok := v.taskIdx[id]; ok {
+				caught[t] = true
+			}
+		}
+		for _, id := range mm.Standby {
+			if t, ok := v.taskIdx[id]; ok {
+				if lag, reported := v.lag[m][t]; !reported || lag <= opts.AcceptableLag {
+					caught[t] = true
+				}
+			}
+		}
+		for t := range v.ready[m] {
+			caught[t] = true
+		}
+		for t := range caught {
+			if tasks[t].Stateful {
+				v.caught[t] = append(v.caught[t], m)
+			}
+		}
+	}
 	return v
+}
+
+// wantStandbys is the number of standbys task t must have when its output
+// owner is owner and its output learner is learner (-1: none).
+func (v *inputView) wantStandbys(t, owner, learner int) int {
+	if !v.tasks[t].Stateful {
+		return 0
+	}
+	avail := v.staying
+	if owner >= 0 && !v.members[owner].Leaving {
+		avail--
+	}
+	if learner >= 0 {
+		avail--
+	}
+	return min(v.opts.Standbys, max(avail, 0))
+}
+
+// caughtKept counts the members of v.caught[t] that hold t in the output in
+// any role; bound is what they must be at least (rule warm-copies):
+// min(caught-up copies reported, Standbys+1).
+func (c *checker) caughtKept(t int, o *outputView) (kept, bound int) {
+	for _, m := range c.in.caught[t] {
+		if o.owner[t] == m || o.learner[t] == m || slices.Contains(o.standbys[t], m) {
+			kept++
+		}
+	}
+	return kept, min(len(c.in.caught[t]), c.in.opts.Standbys+1)
 }
 
 // eligible reports whether member m may take on new work: staying members,
@@ -313,7 +372,6 @@ func (c *checker) index(out []learner.Assignment) *outputView {
 			o.bandLow[m], o.bandHigh[m] = scaled/(2*capTotal), (2*scaled+capTotal-1)/capTotal
 		}
 	}
-	o.sbQuota = standbyQuotas(v.members, standbys)
 	for m, a := range out {
 		as, ls, ss := set(a.Assigned), set(a.Learning), set(a.Standby)
 		o.assigned = append(o.assigned, as)
@@ -338,6 +396,12 @@ func (c *checker) index(out []learner.Assignment) *outputView {
 			o.standbys[t] = append(o.standbys[t], m)
 		}
 	}
+	// Quotas share the standbys the standby rule asks for: copies kept
+	// beyond them while a standby moves (warm-copies) ride on top.
+	for t := range nt {
+		standbys -= int64(max(len(o.standbys[t])-v.wantStandbys(t, o.owner[t], o.learner[t]), 0))
+	}
+	o.sbQuota = standbyQuotas(v.members, standbys)
 	return o
 }
 
@@ -404,18 +468,31 @@ func (c *checker) tasksRules(out []learner.Assignment, o *outputView) {
 			}
 		}
 
-		want := 0
-		if task.Stateful {
-			avail := v.staying
-			if owner >= 0 && !v.members[owner].Leaving {
-				avail--
-			}
-			if learner >= 0 {
-				avail--
-			}
-			want = min(v.opts.Standbys, max(avail, 0))
+		want, got := v.wantStandbys(t, owner, learner), len(o.standbys[t])
+		if got < want {
+			c.add("standby", "", id, "%d standbys, want %d", got, want)
 		}
-		if got := len(o.standbys[t]); got != want {
+		if v.opts.Standbys > 0 {
+			kept, bound := c.caughtKept(t, o)
+			if kept < bound {
+				c.add("warm-copies", "", id, "%d of the %d caught-up copies kept, want %d (Standbys+1 at most)", kept, len(v.caught[t]), bound)
+			}
+			// Standbys beyond want are caught-up copies kept while new ones
+			// replay: each must be needed for the bound, and caught up.
+			extra := got - want
+			sbCaught := 0
+			for _, m := range o.standbys[t] {
+				if slices.Contains(v.caught[t], m) {
+					sbCaught++
+				}
+			}
+			switch {
+			case extra > 0 && kept-extra >= bound:
+				c.add("standby", "", id, "%d standbys, want %d: %d caught-up copies without the extra ones, enough for %d", got, want, kept-extra, bound)
+			case extra > sbCaught:
+				c.add("standby", "", id, "%d standbys, want %d: an extra one has not caught up", got, want)
+			}
+		} else if got != want {
 			c.add("standby", "", id, "%d standbys, want %d", got, want)
 		}
 		for _, m := range o.standbys[t] {
@@ -740,4 +817,21 @@ func capacityOf(m learner.MemberMetadata) int64 {
 		return 1
 	}
 	return int64(m.Capacity)
+}
+
+// warmMoveInFlight reports whether out keeps extra standbys (rule
+// warm-copies): a standby move whose new copy is still replaying. Reporting
+// such an output back releases the old copies, so it is no fixed point.
+func warmMoveInFlight(tasks []learner.Task, opts learner.Options, in []learner.MemberMetadata, out []learner.Assignment) bool {
+	v := newInputView(tasks, opts, in)
+	if len(out) != len(v.members) {
+		return false
+	}
+	o := (&checker{in: v}).index(out)
+	for t := range tasks {
+		if len(o.standbys[t]) > v.wantStandbys(t, o.owner[t], o.learner[t]) {
+			return true
+		}
+	}
+	return false
 }

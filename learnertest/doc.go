@@ -50,7 +50,16 @@
 //	              standby) if any has some
 //	standby       each stateful task has min(Standbys, eligible) standbys,
 //	              on staying members other than its owner and learner;
-//	              stateless tasks have none
+//	              stateless tasks have none; more only as warm-copies
+//	              allows
+//	warm-copies   with Standbys > 0, a stateful task keeps, in any role,
+//	              min(its caught-up copies, Standbys+1) of the caught-up
+//	              copies its staying members reported (running or revoked
+//	              it, a standby with a lag within AcceptableLag or none
+//	              reported, a ready learner); standbys beyond the standby
+//	              rule's count are such kept copies, each one needed for
+//	              that bound: a standby moves warm, its old copy released
+//	              once the new one reports caught up
 //	racks         where every staying member has a rack, a task's copies
 //	              (planned owner and standbys) are not all in one rack while
 //	              a member in another rack has room for a standby

@@ -22,6 +22,8 @@ type role uint8
 const (
 	active   role = iota + 1
 	learning      // a learner or a warm-up replica: replays beside the active
+	standby       // a standby replica: replays beside the active, for good
+	disk          // state left on disk by an earlier run: replays nothing
 )
 
 // slot is one member's local state of one task.
@@ -41,6 +43,7 @@ type member struct {
 	alive   bool // the process runs
 	inGroup bool // the group counts it as a member
 	leaving bool
+	crashed bool    // it died without notice (crash or restart), not gracefully
 	slots   []*slot // by task index (dense: simple and fast at simulator sizes); nil: no local state
 	worker  *learner.Worker
 }
@@ -85,6 +88,7 @@ type engine struct {
 	starting    bool     // a rebalance start is scheduled
 	reasons     []string // why the next rebalance starts
 	lastOwner   []int    // per task, the member that last ran it active; -1
+	cause       []Cause  // per task down now: why; 0 while it processes
 
 	res     Result
 	lastT   time.Duration // metrics are integrated up to here
@@ -104,7 +108,10 @@ func (e *engine) fail(format string, args ...any) {
 }
 
 func run(sc *Scenario, s Strategy) (*Result, error) {
-	e := &engine{sc: sc, lastOwner: make([]int, len(sc.Tasks)), index: make(map[string]int, len(sc.Tasks))}
+	if err := sc.Check(); err != nil {
+		return nil, err
+	}
+	e := &engine{sc: sc, lastOwner: make([]int, len(sc.Tasks)), cause: make([]Cause, len(sc.Tasks)), index: make(map[string]int, len(sc.Tasks))}
 	for i, t := range sc.Tasks {
 		e.tasks = append(e.tasks, learner.Task{ID: t.ID, Stateful: t.Size > 0})
 		e.size = append(e.size, t.Size)
@@ -136,29 +143,43 @@ func run(sc *Scenario, s Strategy) (*Result, error) {
 }
 
 // start sets up the group at time zero: balanced, every member warm, tasks
-// dealt out in contiguous blocks like the document's S1[T1, T2], S2[T3, T4].
+// dealt out in contiguous blocks like the document's S1[T1, T2], S2[T3, T4],
+// and each stateful task's standbys, caught up, on the members other than its
+// owner's, spread over the others.
 func (e *engine) start() {
 	for i := range e.lastOwner {
 		e.lastOwner[i] = -1
 	}
-	var as []learner.Assignment
 	n, k := len(e.tasks), len(e.sc.Members)
+	as := make([]learner.Assignment, k)
 	next := 0
 	for i, ms := range e.sc.Members {
-		m := e.addMember(ms)
-		a := learner.Assignment{MemberID: m.id}
-		for c := n/k + b2i(i < n%k); c > 0; c-- {
-			a.Assigned = append(a.Assigned, e.tasks[next].ID)
+		e.addMember(ms)
+		as[i].MemberID = ms.ID
+		for c := range n/k + b2i(i < n%k) {
+			as[i].Assigned = append(as[i].Assigned, e.tasks[next].ID)
+			for j := range min(e.sc.Standbys, k-1) {
+				if e.tasks[next].Stateful {
+					// Spread over every other member, so that one crash
+					// does not land all its tasks on one.
+					o := (i + 1 + (c+j)%(k-1)) % k
+					as[o].Standby = append(as[o].Standby, e.tasks[next].ID)
+				}
+			}
 			next++
 		}
-		as = append(as, a)
 	}
 	for i, m := range e.members {
+		slices.SortFunc(as[i].Standby, func(x, y string) int { return e.index[x] - e.index[y] })
 		e.strat.initial(m, as[i])
 		for _, id := range as[i].Assigned {
 			t := e.index[id]
 			m.slots[t] = &slot{role: active, have: e.size[t], done: true}
 			e.lastOwner[t] = m.idx
+		}
+		for _, id := range as[i].Standby {
+			t := e.index[id]
+			m.slots[t] = &slot{role: standby, have: e.size[t], done: true}
 		}
 	}
 	e.record()
@@ -189,10 +210,11 @@ func (e *engine) taskSet(ids []string) []bool {
 	return in
 }
 
+// byID returns the newest member with the ID (a restart adds one).
 func (e *engine) byID(id string) *member {
-	for _, m := range e.members {
-		if m.id == id {
-			return m
+	for i := len(e.members) - 1; i >= 0; i-- {
+		if e.members[i].id == id {
+			return e.members[i]
 		}
 	}
 	return nil
@@ -225,32 +247,73 @@ func (e *engine) script(ev Event) {
 			e.requestRebalance(m.id + " joins")
 		}
 	case Leave:
+		deadline := e.sc.LeaveDeadline
+		if ev.Deadline != 0 {
+			deadline = max(ev.Deadline, 0)
+		}
 		for _, ms := range ev.Members {
 			if m := e.byID(ms.ID); m != nil && m.alive && !m.leaving {
 				m.leaving = true
-				e.strat.leave(m)
+				e.strat.leave(m, deadline)
 			}
 		}
-	case Crash, CrashLeader:
+	case Crash, CrashLeader, Restart:
 		victims := []*member{e.leader()}
-		if ev.Kind == Crash {
+		if ev.Kind != CrashLeader {
 			victims = victims[:0]
 			for _, ms := range ev.Members {
 				victims = append(victims, e.byID(ms.ID))
 			}
 		}
 		for _, m := range victims {
-			if m != nil && m.alive {
-				e.kill(m)
-				e.at(e.now+e.sc.SessionTimeout, func() {
-					if m.inGroup { // no rebalance has dropped it yet
-						m.inGroup = false
-						e.requestRebalance(m.id + "'s session timed out")
-					}
-				})
+			if m == nil || !m.alive {
+				continue
+			}
+			onDisk := e.crash(m)
+			if ev.Kind == Restart {
+				e.at(e.now+ev.After, func() { e.restart(m, onDisk) })
 			}
 		}
 	}
+}
+
+// crash kills m without notice; the group notices when its session times
+// out. It returns the state m leaves on disk.
+func (e *engine) crash(m *member) []*slot {
+	onDisk := make([]*slot, len(m.slots))
+	for t, s := range m.slots {
+		if s == nil {
+			continue
+		}
+		e.settle(m, t)
+		onDisk[t] = &slot{role: disk, have: s.have, done: s.done}
+		if s.role == active {
+			e.cause[t] = CauseCrash
+		}
+	}
+	m.crashed = true
+	e.kill(m)
+	e.at(e.now+e.sc.SessionTimeout, func() {
+		if m.inGroup { // no rebalance has dropped it yet
+			m.inGroup = false
+			e.requestRebalance(m.id + "'s session timed out")
+		}
+	})
+	return onDisk
+}
+
+// restart starts a crashed member again as a new member of the group (a new
+// Worker, as after a real restart) with the state it left on disk.
+func (e *engine) restart(old *member, onDisk []*slot) {
+	m := e.addMember(MemberSpec{ID: old.id, Rate: old.rate})
+	for t, s := range onDisk {
+		if s != nil {
+			s.since = e.now
+			m.slots[t] = s
+		}
+	}
+	e.strat.joined(m)
+	e.requestRebalance(m.id + " restarts")
 }
 
 // kill stops a member's process; its local state is lost with it.
@@ -268,6 +331,9 @@ func (e *engine) kill(m *member) {
 // depart is a graceful exit: the member stops and leaves the group at once,
 // which starts a rebalance.
 func (e *engine) depart(m *member, why string) {
+	if !m.alive {
+		return
+	}
 	e.kill(m)
 	m.inGroup = false
 	e.requestRebalance(m.id + " " + why)
@@ -298,8 +364,6 @@ func (e *engine) scheduleStart() {
 // its status (and stops what the strategy stops at join); the leader's
 // assignment arrives after the pause.
 func (e *engine) startRebalance(reasons []string) {
-	e.rebalancing = true
-	e.res.Metrics.Rebalances++
 	var group []*member
 	for _, m := range e.members {
 		if m.inGroup && !m.alive {
@@ -309,6 +373,11 @@ func (e *engine) startRebalance(reasons []string) {
 			group = append(group, m)
 		}
 	}
+	if len(group) == 0 {
+		return // nobody to rebalance: the group waits for a member to join
+	}
+	e.rebalancing = true
+	e.res.Metrics.Rebalances++
 	r := Round{Start: e.now, Reasons: reasons}
 	leader := e.leader()
 	if leader != nil {
@@ -333,7 +402,7 @@ func (e *engine) finishRebalance(r Round, group []*member, leader *member) {
 			return
 		}
 		r.Assignments, r.Withheld = as, withheld
-		if vs := checkRound(e.tasks, e.strat, r); len(vs) > 0 {
+		if vs := checkRound(e.tasks, r); len(vs) > 0 {
 			e.fail("round breaks rules:\n%s", learnertest.FormatViolations(vs))
 			return
 		}
@@ -353,13 +422,14 @@ func (e *engine) finishRebalance(r Round, group []*member, leader *member) {
 	e.scheduleStart()
 }
 
-// setRoles gives member m the assignment's active and learning tasks; it
-// keeps the local state of tasks it held in any role and drops the rest.
+// setRoles gives member m the assignment's active, learning and standby
+// tasks; it keeps the local state of tasks it held in any role and drops the
+// rest (state left on disk included: the model has no cleanup delay).
 func (e *engine) setRoles(m *member, a learner.Assignment) {
-	act, lrn := e.taskSet(a.Assigned), e.taskSet(a.Learning)
+	act, lrn, sby := e.taskSet(a.Assigned), e.taskSet(a.Learning), e.taskSet(a.Standby)
 	for t := range e.tasks {
 		s := m.slots[t]
-		if !act[t] && !lrn[t] {
+		if !act[t] && !lrn[t] && !sby[t] {
 			if s != nil {
 				s.gen++
 				m.slots[t] = nil
@@ -371,31 +441,95 @@ func (e *engine) setRoles(m *member, a learner.Assignment) {
 			m.slots[t] = s
 		}
 		e.settle(m, t)
-		s.role, s.stopped = learning, false
-		if act[t] {
-			s.role = active
-			if e.lastOwner[t] != m.idx {
-				if e.lastOwner[t] >= 0 {
-					e.res.Metrics.Moves++
-				}
-				e.lastOwner[t] = m.idx
+		was := s.role
+		switch {
+		case act[t]:
+			s.role, s.stopped = active, false
+			if was != active {
+				e.takeOver(m, t, s)
 			}
+		case lrn[t]:
+			s.role, s.stopped = learning, false
+		default:
+			s.role, s.stopped = standby, false
 		}
 		e.schedule(m, t)
 	}
 }
 
-// stop stops an active task of m, keeping its state (revoked at join).
-func (e *engine) stop(m *member, t int) {
+// takeOver makes m the active owner of t, whose local state on m is s:
+// counted as a move when another member ran it last, as a cold hand-over
+// when s has not caught up. A caught-up copy still replays its ReplayLag.
+func (e *engine) takeOver(m *member, t int, s *slot) {
+	last := e.lastOwner[t]
+	if last >= 0 && last != m.idx {
+		e.res.Metrics.Moves++
+	}
+	e.lastOwner[t] = m.idx
+	if e.size[t] == 0 {
+		return
+	}
+	if !s.done {
+		e.res.Metrics.Cold++
+		if last >= 0 && !e.members[last].crashed {
+			e.res.Metrics.ColdPlanned++
+		}
+		if !e.anyCaughtUp(t, m) {
+			e.res.Metrics.ColdUnavoidable++
+		}
+		e.setCause(t, CauseCold)
+		return
+	}
+	if lag := m.rate * e.sc.ReplayLag.Seconds(); lag > 0 {
+		s.have, s.done = max(0, e.size[t]-lag), false
+		e.setCause(t, CausePromotion)
+	}
+}
+
+// anyCaughtUp reports whether a live member other than m has a caught-up
+// copy of t.
+func (e *engine) anyCaughtUp(t int, m *member) bool {
+	for _, o := range e.members {
+		if o != m && o.alive && o.slots[t] != nil && o.slots[t].done {
+			return true
+		}
+	}
+	return false
+}
+
+// setCause records why t is down, keeping a weightier cause already
+// recorded: a crash outweighs a cold move, which outweighs a promotion,
+// which outweighs a join pause.
+func (e *engine) setCause(t int, c Cause) {
+	e.cause[t] = max(e.cause[t], c)
+}
+
+// stop stops an active task of m, keeping its state (revoked at join); why
+// is the cause of the downtime that follows.
+func (e *engine) stop(m *member, t int, why Cause) {
 	if s := m.slots[t]; s != nil && s.role == active {
 		e.settle(m, t)
+		if !s.stopped && s.done {
+			e.setCause(t, why)
+		}
 		s.stopped = true
 		e.schedule(m, t)
 	}
 }
 
+// learnerReady reports whether some live member has a caught-up learner or
+// warm-up of t: a task stopped for it waits for a promotion.
+func (e *engine) learnerReady(t int) bool {
+	for _, m := range e.members {
+		if s := m.slots[t]; m.alive && s != nil && s.role == learning && s.done {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *engine) restoring(m *member, s *slot) bool {
-	return m.alive && !s.done && (s.role == learning || s.role == active && !s.stopped)
+	return m.alive && !s.done && s.role != disk && !(s.role == active && s.stopped)
 }
 
 // settle brings a slot's restore progress up to now.
@@ -405,6 +539,17 @@ func (e *engine) settle(m *member, t int) {
 		s.have = math.Min(e.size[t], s.have+m.rate*(e.now-s.since).Seconds())
 	}
 	s.since = e.now
+}
+
+// lag is the MB m still has to replay of t (0 when caught up), as members
+// report it at join.
+func (e *engine) lag(m *member, t int) int64 {
+	s := m.slots[t]
+	if s.done {
+		return 0
+	}
+	e.settle(m, t)
+	return int64(math.Ceil(e.size[t] - s.have))
 }
 
 // schedule (re)schedules the slot's restore completion, if it restores.
@@ -455,9 +600,13 @@ func (e *engine) integrate(to time.Duration) {
 			}
 		}
 	}
-	for _, p := range procs {
+	for t, p := range procs {
 		if p == 0 {
 			mt.Downtime += dt
+			mt.DowntimeBy[e.cause[t]] += dt
+			if e.size[t] > 0 {
+				mt.StatefulDown += dt
+			}
 		}
 	}
 	if e.balanced(procs) {
@@ -485,6 +634,7 @@ func (e *engine) processing() []int {
 // balanced reports whether the group has settled: no rebalance under way,
 // every task processed, no learner or warm-up in flight, leaving members
 // without tasks, and staying members' active counts at most one apart.
+// Standbys still catching up do not count: they are redundancy, not work.
 func (e *engine) balanced(procs []int) bool {
 	if e.rebalancing || slices.Contains(procs, 0) {
 		return false
@@ -499,7 +649,7 @@ func (e *engine) balanced(procs []int) bool {
 			if s != nil && s.role == learning {
 				return false
 			}
-			if s != nil {
+			if s != nil && s.role == active {
 				n++
 			}
 		}
@@ -513,14 +663,22 @@ func (e *engine) balanced(procs []int) bool {
 	return hi-lo <= 1
 }
 
-// record updates the peaks and appends changed member states to the timeline.
+// record classifies the tasks down now by cause, updates the peaks and
+// appends changed member states to the timeline.
 func (e *engine) record() {
 	tl := &e.res.Timeline
-	down := 0
-	for _, p := range e.processing() {
-		if p == 0 {
-			down++
+	var down [numCauses]int
+	for t, p := range e.processing() {
+		if p > 0 {
+			e.cause[t] = 0
+			continue
 		}
+		if e.cause[t] == 0 {
+			// Nothing recorded why: nobody runs it (a follow-up or the
+			// end of a rebalance will assign it), or it restores.
+			e.cause[t] = CauseJoin
+		}
+		down[e.cause[t]]++
 	}
 	if k := len(tl.Down); k == 0 || tl.Down[k-1].N != down {
 		tl.Down = append(tl.Down, Count{At: e.now, N: down})
@@ -531,9 +689,11 @@ func (e *engine) record() {
 		st.At = e.now
 		for _, s := range m.slots {
 			switch {
-			case s == nil || !m.alive:
+			case s == nil || !m.alive || s.role == disk:
 			case s.role == learning:
 				st.Learning++
+			case s.role == standby:
+				st.Standby++
 			case s.stopped || !s.done:
 				st.Down++
 			default:
@@ -541,7 +701,7 @@ func (e *engine) record() {
 			}
 		}
 		mt.PeakActive = max(mt.PeakActive, st.Active+st.Down)
-		mt.PeakBusy = max(mt.PeakBusy, st.Active+st.Down+st.Learning)
+		mt.PeakBusy = max(mt.PeakBusy, st.Active+st.Down+st.Learning+st.Standby)
 		mtl := &tl.Members[m.idx]
 		if k := len(mtl.States); k > 0 && mtl.States[k-1].sameCounts(st) {
 			continue

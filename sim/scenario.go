@@ -30,8 +30,18 @@ type Scenario struct {
 	// MaxWarmups caps the warm-up strategy's warm-up replicas at once.
 	MaxWarmups int
 	// LeaveDeadline bounds a learner strategy's announced leave; zero waits
-	// for the hand-over however long it takes.
+	// for the hand-over however long it takes. A leave event may name its own.
 	LeaveDeadline time.Duration
+	// Standbys is the number of standby replicas of each stateful task, for
+	// every strategy (Kafka Streams' num.standby.replicas).
+	Standbys int
+	// ReplayLag is how far a replica that has caught up (a standby, a
+	// learner, a warm-up, state on disk) trails the active: taking the task
+	// over costs this much replay before it processes.
+	ReplayLag time.Duration
+	// Handover is the learner strategies' round structure: how a ready
+	// learner's task reaches it (see Handover).
+	Handover Handover
 
 	// Tasks are the topology's tasks in order; Size is the state in MB,
 	// zero for a stateless task.
@@ -66,9 +76,12 @@ const (
 	Crash
 	// CrashLeader kills the member that is the group's leader at the time.
 	CrashLeader
+	// Restart kills members and starts them again after a while with the
+	// state they had on disk, as new members of the group.
+	Restart
 )
 
-var eventNames = [...]string{Join: "join", Leave: "leave", Crash: "crash", CrashLeader: "crash-leader"}
+var eventNames = [...]string{Join: "join", Leave: "leave", Crash: "crash", CrashLeader: "crash-leader", Restart: "restart"}
 
 // String returns the event's keyword in the scenario format.
 func (k EventKind) String() string { return eventNames[k] }
@@ -77,7 +90,14 @@ func (k EventKind) String() string { return eventNames[k] }
 type Event struct {
 	At      time.Duration
 	Kind    EventKind
-	Members []MemberSpec // joining members, or the IDs leaving or crashing
+	Members []MemberSpec // joining members, or the IDs leaving, crashing or restarting
+	// Deadline of a Leave: a learner strategy's leaving member shuts down
+	// then. Zero takes the scenario's LeaveDeadline; negative means none.
+	Deadline time.Duration
+	// After is how long a Restart keeps the member down.
+	After time.Duration
+	// Line is the event's line in the scenario text, for errors.
+	Line int
 }
 
 // Defaults of the settings a scenario may leave out: Kafka's own defaults
@@ -88,6 +108,7 @@ const (
 	defaultProbingInterval = 10 * time.Minute
 	defaultMaxWarmups      = 2
 	defaultRate            = 50.0
+	defaultRestartAfter    = 30 * time.Second
 )
 
 // Parse reads a scenario. The format is line based; '#' starts a comment.
@@ -100,6 +121,9 @@ const (
 //	probing-interval 10m         # warm-up strategy (default 10m)
 //	max-warmups 2                # warm-up strategy (default 2)
 //	leave-deadline 10m           # learner strategies' time-bounded leave (default 0: none)
+//	standbys 1                   # standby replicas of each stateful task (default 0)
+//	replay-lag 1s                # how far a caught-up replica trails the active (default 0)
+//	handover withhold            # learner strategies: one-round, follow-up or withhold (default withhold)
 //	restore-rate 50              # default rate of members that name none (default 50)
 //	tasks T1-T80 size 100-8000 seed 1   # stateful, sizes drawn uniformly with the seed
 //	tasks T81 T82 size 500       # stateful, one size
@@ -107,15 +131,20 @@ const (
 //	stateless T6 T12             # make tasks defined above stateless
 //	members S1-S8 rate 40        # the group at time zero, balanced and warm
 //	at 1m join S9 S10 rate 60
-//	at 2h leave S3 S7
+//	at 2h leave S3 S7            # with the scenario's leave-deadline
+//	at 2h30m leave S2 deadline 5m  # or its own ("deadline none": none)
 //	at 3h crash S5
+//	at 3h30m restart S6 after 1m # down for 1m (default 30s), then back with its disk state
 //	at 4h crash-leader
+//
+// Events come in time order, within the duration.
 func Parse(src string) (*Scenario, error) {
 	sc := &Scenario{
 		Pause:           defaultPause,
 		SessionTimeout:  defaultSessionTimeout,
 		ProbingInterval: defaultProbingInterval,
 		MaxWarmups:      defaultMaxWarmups,
+		Handover:        DefaultHandover,
 	}
 	rate := defaultRate
 	seen := map[string]int{} // task and member IDs -> line, for duplicates
@@ -140,6 +169,17 @@ func Parse(src string) (*Scenario, error) {
 			*dst = d
 			return nil
 		}
+		number := func(dst *int, lo, hi int) error {
+			if len(f) != 2 {
+				return fail("%s takes one number", f[0])
+			}
+			v, err := strconv.Atoi(f[1])
+			if err != nil || v < lo || v > hi {
+				return fail("%s: want %d to %d, got %q", f[0], lo, hi, f[1])
+			}
+			*dst = v
+			return nil
+		}
 		var err error
 		switch f[0] {
 		case "duration":
@@ -152,14 +192,19 @@ func Parse(src string) (*Scenario, error) {
 			err = setting(&sc.ProbingInterval)
 		case "leave-deadline":
 			err = setting(&sc.LeaveDeadline)
-		case "max-warmups":
+		case "replay-lag":
+			err = setting(&sc.ReplayLag)
+		case "standbys":
+			err = number(&sc.Standbys, 0, MaxStandbys)
+		case "handover":
 			if len(f) != 2 {
-				return nil, fail("max-warmups takes one number")
+				return nil, fail("handover takes one of %s", handoverList())
 			}
-			sc.MaxWarmups, err = strconv.Atoi(f[1])
-			if err != nil || sc.MaxWarmups < 1 {
-				return nil, fail("max-warmups: want a positive number, got %q", f[1])
+			if sc.Handover, err = ParseHandover(f[1]); err != nil {
+				return nil, fail("%v", err)
 			}
+		case "max-warmups":
+			err = number(&sc.MaxWarmups, 1, maxWarmups)
 		case "restore-rate":
 			if len(f) != 2 {
 				return nil, fail("restore-rate takes one number")
@@ -193,8 +238,90 @@ func Parse(src string) (*Scenario, error) {
 	case len(sc.Members) == 0:
 		return nil, fmt.Errorf("sim: no members at time zero: %w", ErrScenario)
 	}
+	if err := sc.Check(); err != nil {
+		return nil, err
+	}
 	return sc, nil
 }
+
+// MaxStandbys bounds the standbys setting: more copies than that is no
+// configuration anyone runs, and it keeps the placement loops small.
+const MaxStandbys = 8
+
+// RangeError reports a setting outside its allowed range. Name is the
+// setting as the scenario format and the command's flags spell it.
+type RangeError struct {
+	Name, Got, Want string
+}
+
+func (e *RangeError) Error() string {
+	return fmt.Sprintf("sim: %s %s: want %s: %v", e.Name, e.Got, e.Want, ErrScenario)
+}
+
+// Unwrap returns ErrScenario.
+func (e *RangeError) Unwrap() error { return ErrScenario }
+
+// Bounds of the settings: wide enough for any real group, narrow enough
+// that no arithmetic on them overflows.
+const (
+	maxDuration = 1000 * time.Hour
+	maxSetting  = time.Hour // pause, session timeout, replay lag
+)
+
+// durationIn checks lo <= d <= hi.
+func durationIn(name string, d, lo, hi time.Duration) error {
+	if d < lo || d > hi {
+		return &RangeError{Name: name, Got: d.String(), Want: fmt.Sprintf("%v to %v", lo, hi)}
+	}
+	return nil
+}
+
+// Check reports the first setting out of range, then the first event after
+// the duration (naming its line: the simulation would never reach it).
+// Parse and Run call it; so does the command after applying its flags.
+func (sc *Scenario) Check() error {
+	for _, c := range []error{
+		durationIn("duration", sc.Duration, time.Second, maxDuration),
+		durationIn("pause", sc.Pause, 0, maxSetting),
+		durationIn("session-timeout", sc.SessionTimeout, 0, maxSetting),
+		durationIn("probing-interval", sc.ProbingInterval, time.Second, maxDuration),
+		durationIn("leave-deadline", sc.LeaveDeadline, 0, maxDuration),
+		durationIn("replay-lag", sc.ReplayLag, 0, maxSetting),
+	} {
+		if c != nil {
+			return c
+		}
+	}
+	switch {
+	case sc.MaxWarmups < 1 || sc.MaxWarmups > maxWarmups:
+		return &RangeError{Name: "max-warmups", Got: strconv.Itoa(sc.MaxWarmups), Want: fmt.Sprintf("1 to %d", maxWarmups)}
+	case sc.Standbys < 0 || sc.Standbys > MaxStandbys:
+		return &RangeError{Name: "standbys", Got: strconv.Itoa(sc.Standbys), Want: fmt.Sprintf("0 to %d", MaxStandbys)}
+	case sc.Handover < 0 || int(sc.Handover) >= len(handoverNames):
+		return &RangeError{Name: "handover", Got: sc.Handover.String(), Want: handoverList()}
+	}
+	for _, ev := range sc.Events {
+		if ev.At > sc.Duration {
+			return &LateEventError{Event: ev, Duration: sc.Duration}
+		}
+	}
+	return nil
+}
+
+// LateEventError reports an event after the scenario's duration.
+type LateEventError struct {
+	Event    Event
+	Duration time.Duration
+}
+
+func (e *LateEventError) Error() string {
+	return fmt.Sprintf("sim: line %d: %s event at %v is after the duration %v: %v", e.Event.Line, e.Event.Kind, e.Event.At, e.Duration, ErrScenario)
+}
+
+// Unwrap returns ErrScenario.
+func (e *LateEventError) Unwrap() error { return ErrScenario }
+
+const maxWarmups = 1000
 
 func (sc *Scenario) parseTasks(f []string, seen map[string]int, n int, fail func(string, ...any) error) error {
 	i := 0
@@ -315,19 +442,35 @@ func (sc *Scenario) parseEvent(f []string, rate float64, seen map[string]int, n 
 	if k := len(sc.Events); k > 0 && at < sc.Events[k-1].At {
 		return fail("event at %v before the previous one at %v", at, sc.Events[k-1].At)
 	}
-	e := Event{At: at}
+	e := Event{At: at, Line: n}
 	switch f[1] {
 	case "join":
 		e.Kind = Join
 		if e.Members, err = parseMembers(f[2:], rate, seen, n, fail); err != nil {
 			return err
 		}
-	case "leave", "crash":
-		e.Kind = Leave
-		if f[1] == "crash" {
-			e.Kind = Crash
+	case "leave", "crash", "restart":
+		e.Kind = map[string]EventKind{"leave": Leave, "crash": Crash, "restart": Restart}[f[1]]
+		ids := f[2:]
+		// An optional trailing "deadline D" (leave) or "after D" (restart).
+		if k := len(ids); k >= 2 && (e.Kind == Leave && ids[k-2] == "deadline" || e.Kind == Restart && ids[k-2] == "after") {
+			d, err := time.ParseDuration(ids[k-1])
+			switch {
+			case ids[k-2] == "deadline" && ids[k-1] == "none":
+				e.Deadline = -1
+			case err != nil || d <= 0:
+				return fail("%s: %s: want a positive duration, got %q", f[1], ids[k-2], ids[k-1])
+			case e.Kind == Leave:
+				e.Deadline = d
+			default:
+				e.After = d
+			}
+			ids = ids[:k-2]
 		}
-		for _, s := range f[2:] {
+		if e.Kind == Restart && e.After == 0 {
+			e.After = defaultRestartAfter
+		}
+		for _, s := range ids {
 			ids, err := expandIDs(s)
 			if err != nil {
 				return fail("%v", err)
@@ -413,6 +556,32 @@ type DefaultParams struct {
 	Seed      uint64  // seed of the sizes
 }
 
+// Check reports the first parameter out of range, named like the command's
+// flag that sets it.
+func (p DefaultParams) Check() error {
+	switch {
+	case p.Members < 4 || p.Members > maxDefaultMembers:
+		return &RangeError{Name: "members", Got: strconv.Itoa(p.Members), Want: fmt.Sprintf("4 to %d", maxDefaultMembers)}
+	case p.Tasks < 1 || p.Tasks > maxDefaultTasks:
+		return &RangeError{Name: "tasks", Got: strconv.Itoa(p.Tasks), Want: fmt.Sprintf("1 to %d", maxDefaultTasks)}
+	case p.Stateless < 0 || p.Stateless > p.Tasks:
+		return &RangeError{Name: "stateless", Got: strconv.Itoa(p.Stateless), Want: fmt.Sprintf("0 to %d (the number of tasks)", p.Tasks)}
+	case !(0 < p.MinSize && p.MinSize <= p.MaxSize && p.MaxSize <= maxSize):
+		return &RangeError{Name: "size", Got: fmt.Sprintf("%g-%g", p.MinSize, p.MaxSize), Want: fmt.Sprintf("MIN-MAX with 0 < MIN <= MAX <= %g", maxSize)}
+	case !(p.Rate > 0 && p.Rate <= maxSize):
+		return &RangeError{Name: "rate", Got: fmt.Sprintf("%g", p.Rate), Want: fmt.Sprintf("above 0, at most %g", maxSize)}
+	}
+	return nil
+}
+
+// Bounds of the default scenario's shape: a simulation that still runs in
+// seconds.
+const (
+	maxDefaultMembers = 1000
+	maxDefaultTasks   = 10000
+	maxSize           = 1e12
+)
+
 // Defaults is the default scenario's shape: 12 members, 96 tasks.
 var Defaults = DefaultParams{Members: 12, Tasks: 96, Stateless: 16, MinSize: 100, MaxSize: 8000, Rate: 50, Seed: 1}
 
@@ -425,8 +594,8 @@ var Defaults = DefaultParams{Members: 12, Tasks: 96, Stateless: 16, MinSize: 100
 //   - Leader Transfer: at 4h a member joins, and 30s later, before its
 //     learners are ready, the leader crashes.
 func DefaultText(p DefaultParams) (string, error) {
-	if p.Members < 4 || p.Tasks < 1 || p.Stateless < 0 || p.Stateless > p.Tasks || !(0 < p.MinSize && p.MinSize <= p.MaxSize) || !(p.Rate > 0) {
-		return "", fmt.Errorf("sim: default scenario needs at least 4 members, 1 task, 0 <= stateless <= tasks, 0 < min size <= max size and a positive rate: %w", ErrScenario)
+	if err := p.Check(); err != nil {
+		return "", err
 	}
 	start := p.Members * 2 / 3
 	mid := start + (p.Members-start+1)/2
@@ -439,8 +608,11 @@ session-timeout 10s      # until a crash is noticed
 probing-interval 10m     # warm-up strategy: Kafka's default
 max-warmups 2            # warm-up strategy: Kafka's default
 leave-deadline 10m       # learner strategies: time-bounded scale-down
+standbys 1               # standby replicas of each stateful task, every strategy
+replay-lag 1s            # a caught-up replica trails its active by this much
+handover %s         # learner strategies: what kgolearner does
 restore-rate %g          # MB/s of every member
-`, p.Members, p.Tasks, p.Stateless, p.Rate)
+`, p.Members, p.Tasks, p.Stateless, DefaultHandover, p.Rate)
 	// Stateless tasks are spread evenly through the topology.
 	fmt.Fprintf(&b, "tasks T1-T%d size %g-%g seed %d\n", p.Tasks, p.MinSize, p.MaxSize, p.Seed)
 	var stateless []string

@@ -1,12 +1,12 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/learnerassignor/learner"
 )
@@ -14,14 +14,26 @@ import (
 func defaultScenario(t *testing.T, p DefaultParams) *Scenario {
 	t.Helper()
 	txt, err := DefaultText(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	sc, err := Parse(txt)
-	if err != nil {
-		t.Fatalf("Parse(DefaultText(%+v)): %v", p, err)
-	}
+	require.NoError(t, err, "Parse(DefaultText(%+v))", p)
 	return sc
+}
+
+// parse parses a scenario the test cannot do without.
+func parse(t *testing.T, src string) *Scenario {
+	t.Helper()
+	sc, err := Parse(src)
+	require.NoError(t, err, "Parse(%q)", src)
+	return sc
+}
+
+// mustRun runs a scenario the test cannot do without.
+func mustRun(t *testing.T, sc *Scenario, s Strategy) *Result {
+	t.Helper()
+	r, err := Run(sc, s)
+	require.NoError(t, err, "Run(%v)", s)
+	return r
 }
 
 // busy is a scenario where much happens at once: crashes during learning
@@ -50,28 +62,26 @@ at 20m leave S4
 `
 
 func scenarios(t *testing.T) map[string]*Scenario {
-	sc, err := Parse(busy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return map[string]*Scenario{"default": defaultScenario(t, Defaults), "busy": sc}
+	return map[string]*Scenario{"default": defaultScenario(t, Defaults), "busy": parse(t, busy),
+		"busy, one standby, one-round":  parse(t, busy+"standbys 1\nreplay-lag 1s\nhandover one-round\n"),
+		"busy, two standbys, follow-up": parse(t, busy+"standbys 2\nhandover follow-up\n")}
 }
 
 func TestConservation(t *testing.T) {
 	for name, sc := range scenarios(t) {
 		for _, s := range Strategies() {
-			r, err := Run(sc, s)
-			if err != nil {
-				t.Fatalf("%s/%v: %v", name, s, err)
-			}
-			m := r.Metrics
+			m := mustRun(t, sc, s).Metrics
 			want := time.Duration(len(sc.Tasks)) * sc.Duration
-			if got := m.Processed + m.Downtime; got != want {
-				t.Errorf("%s/%v: processed %v + downtime %v = %v, want tasks x duration = %v", name, s, m.Processed, m.Downtime, got, want)
+			assert.Equal(t, want, m.Processed+m.Downtime, "%s/%v: processed + downtime, want tasks x duration", name, s)
+			var byCause time.Duration
+			for _, d := range m.DowntimeBy {
+				byCause += d
 			}
-			if m.Downtime <= 0 || m.Rebalances == 0 || m.Moves == 0 {
-				t.Errorf("%s/%v: metrics %+v: want some downtime, rebalances and moves", name, s, m)
-			}
+			assert.Equal(t, m.Downtime, byCause, "%s/%v: downtime by cause %v does not add up", name, s, m.DowntimeBy)
+			assert.LessOrEqual(t, m.StatefulDown, m.Downtime, "%s/%v: stateful downtime", name, s)
+			assert.LessOrEqual(t, m.ColdPlanned, m.Cold, "%s/%v: planned cold hand-overs", name, s)
+			assert.LessOrEqual(t, m.ColdUnavoidable, m.Cold, "%s/%v: unavoidable cold hand-overs", name, s)
+			assert.True(t, m.Downtime > 0 && m.Rebalances > 0 && m.Moves > 0, "%s/%v: metrics %+v: want some downtime, rebalances and moves", name, s, m)
 		}
 	}
 }
@@ -83,10 +93,7 @@ func TestConservation(t *testing.T) {
 func TestInvariants(t *testing.T) {
 	for name, sc := range scenarios(t) {
 		for _, s := range Strategies() {
-			r, err := Run(sc, s)
-			if err != nil {
-				t.Fatalf("%s/%v: %v", name, s, err)
-			}
+			r := mustRun(t, sc, s)
 			var withheld []string
 			aborted := 0
 			for i, rd := range r.Rounds {
@@ -124,8 +131,8 @@ func TestInvariants(t *testing.T) {
 				}
 				withheld = rd.Withheld
 			}
-			if name == "busy" && aborted == 0 {
-				t.Errorf("%s/%v: no rebalance was aborted by the leader's death; the scenario no longer tests that", name, s)
+			if name != "default" {
+				assert.NotZero(t, aborted, "%s/%v: no rebalance was aborted by the leader's death; the scenario no longer tests that", name, s)
 			}
 		}
 	}
@@ -150,67 +157,158 @@ func contains(l []string, s string) bool {
 
 func TestDeterministic(t *testing.T) {
 	a, err := RunAll(defaultScenario(t, Defaults))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	b, err := RunAll(defaultScenario(t, Defaults))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(a, b) {
-		t.Error("two runs of the default scenario differ")
-	}
+	require.NoError(t, err)
+	assert.Equal(t, a, b, "two runs of the default scenario differ")
 	p := Defaults
 	p.Seed++
 	c, err := RunAll(defaultScenario(t, p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if reflect.DeepEqual(a[0].Metrics, c[0].Metrics) {
-		t.Errorf("seeds %d and %d give the same metrics %+v", Defaults.Seed, p.Seed, a[0].Metrics)
-	}
+	require.NoError(t, err)
+	assert.NotEqual(t, a[0].Metrics, c[0].Metrics, "seeds %d and %d give the same metrics", Defaults.Seed, p.Seed)
 }
 
 // TestOneJoin checks each strategy's model on one member joining, worked out
 // by hand: two members with two 100 MB tasks each, restore rate 10 MB/s (a
 // task restores in 10s), a rebalance costs 1s, S3 joins at 1m.
 func TestOneJoin(t *testing.T) {
-	sc, err := Parse(`
+	const src = `
 duration 30m
 pause 1s
 probing-interval 10m
 tasks T1-T4 size 100
 members S1 S2 rate 10
 at 1m join S3 rate 10
-`)
-	if err != nil {
-		t.Fatal(err)
+`
+	by := func(c Cause, d time.Duration) (b [numCauses]time.Duration) {
+		b[c] = d
+		return b
 	}
-	want := map[Strategy]Metrics{
-		// 1m: S3 gets a learner; 1m11s it is ready, S3 rejoins and the
-		// owner stops the learned task for the 1s round; S3 takes over.
-		LearnerStable: {Downtime: 1 * time.Second, Rebalances: 2, Moves: 1, Duplicate: 10 * time.Second, Unbalanced: 12 * time.Second},
-		LearnerEager:  {Downtime: 1 * time.Second, Rebalances: 2, Moves: 1, Duplicate: 10 * time.Second, Unbalanced: 12 * time.Second},
-		// All four tasks stop for the round; the moved one restores 10s.
-		StopTheWorld: {Downtime: 14 * time.Second, Rebalances: 1, Moves: 1, Unbalanced: 11 * time.Second},
+	// 1m: S3 gets a learner; 1m11s it is ready, S3 rejoins and the owner
+	// stops the learned task for the 1s round; S3 takes over.
+	oneRound := Metrics{Downtime: time.Second, DowntimeBy: by(CausePromotion, time.Second), StatefulDown: time.Second,
+		Rebalances: 2, Moves: 1, Duplicate: 10 * time.Second, Unbalanced: 12 * time.Second}
+	// The same, but the round at 1m11s withholds the task (its owner stops
+	// it, S3 keeps learning) and the follow-up at 1m12s hands it over.
+	withheld := Metrics{Downtime: 2 * time.Second, DowntimeBy: by(CausePromotion, 2*time.Second), StatefulDown: 2 * time.Second,
+		Rebalances: 3, Moves: 1, Duplicate: 10 * time.Second, Unbalanced: 13 * time.Second}
+	// kgo's follow-up after the owner lost T1 moves nothing and costs 1s of
+	// rebalance, but no downtime: nothing is learned any more.
+	followUp := oneRound
+	followUp.Rebalances, followUp.Unbalanced = 3, 13*time.Second
+	classic := map[Strategy]Metrics{
+		// All four tasks stop for the round; the moved one restores 10s,
+		// a cold hand-over from a running owner that no one could avoid.
+		StopTheWorld: {Downtime: 14 * time.Second, DowntimeBy: [numCauses]time.Duration{CauseJoin: 4 * time.Second, CauseCold: 10 * time.Second},
+			StatefulDown: 14 * time.Second, Cold: 1, ColdPlanned: 1, ColdUnavoidable: 1, Rebalances: 1, Moves: 1, Unbalanced: 11 * time.Second},
 		// 1m1s the owner revokes it; 1m2s the follow-up gives it to S3,
 		// which restores it until 1m12s.
-		Cooperative: {Downtime: 11 * time.Second, Rebalances: 2, Moves: 1, Unbalanced: 12 * time.Second},
+		Cooperative: {Downtime: 11 * time.Second, DowntimeBy: [numCauses]time.Duration{CauseJoin: time.Second, CauseCold: 10 * time.Second},
+			StatefulDown: 11 * time.Second, Cold: 1, ColdPlanned: 1, ColdUnavoidable: 1, Rebalances: 2, Moves: 1, Unbalanced: 12 * time.Second},
 		// A warm-up from 1m1s; the probing round at 11m1s finds it caught
 		// up, the owner revokes it, the follow-up at 11m2s moves it.
-		WarmUp: {Downtime: 1 * time.Second, Rebalances: 3, Moves: 1, Duplicate: 601 * time.Second, Unbalanced: 603 * time.Second},
+		WarmUp: {Downtime: time.Second, DowntimeBy: by(CausePromotion, time.Second), StatefulDown: time.Second,
+			Rebalances: 3, Moves: 1, Duplicate: 601 * time.Second, Unbalanced: 603 * time.Second},
 	}
-	for _, s := range Strategies() {
-		r, err := Run(sc, s)
-		if err != nil {
-			t.Fatalf("%v: %v", s, err)
+	for h, lw := range map[Handover]Metrics{HandoverOneRound: oneRound, HandoverFollowUp: followUp, HandoverWithhold: withheld} {
+		sc := parse(t, src+"handover "+h.String())
+		want := map[Strategy]Metrics{LearnerStable: lw, LearnerEager: lw}
+		for s, m := range classic {
+			want[s] = m
 		}
-		got := r.Metrics
-		got.Processed, got.PeakActive, got.PeakBusy = 0, 0, 0
-		w := want[s]
-		w.LongestUnbalanced = w.Unbalanced // one story, one stretch
-		if got != w {
-			t.Errorf("Run(one join, %v).Metrics = %+v, want %+v", s, got, w)
+		for _, s := range Strategies() {
+			got := mustRun(t, sc, s).Metrics
+			got.Processed, got.PeakActive, got.PeakBusy = 0, 0, 0
+			w := want[s]
+			w.LongestUnbalanced = w.Unbalanced // one story, one stretch
+			assert.Equal(t, w, got, "Run(one join, handover %v, %v).Metrics", h, s)
+		}
+	}
+}
+
+// TestStandbyMakesCrashWarm: with one standby, a crashed member's tasks go
+// to their standbys, which only replay their lag: no cold hand-over, and
+// the downtime is the session timeout, the rebalance and the replay lag.
+func TestStandbyMakesCrashWarm(t *testing.T) {
+	sc := parse(t, `
+duration 10m
+pause 1s
+session-timeout 3s
+standbys 1
+replay-lag 2s
+handover one-round
+restore-rate 10
+tasks T1-T4 size 100
+members S1-S2
+at 5m crash S2
+`)
+	for _, s := range Strategies() {
+		m := mustRun(t, sc, s).Metrics
+		assert.Zero(t, m.Cold, "%v: cold hand-overs", s)
+		// T3 and T4 are down from 5m: 3s until the session times out,
+		// 1s of rebalance, 2s of replay on S1.
+		assert.Equal(t, 2*6*time.Second, m.DowntimeBy[CauseCrash], "%v: crash downtime (all: %v)", s, m.DowntimeBy)
+	}
+	sc.Standbys = 0
+	for _, s := range Strategies() {
+		m := mustRun(t, sc, s).Metrics
+		assert.Equal(t, 2, m.Cold, "%v without standbys: cold hand-overs", s)
+		assert.Equal(t, 2, m.ColdUnavoidable, "%v without standbys: unavoidable cold hand-overs", s)
+		assert.Zero(t, m.ColdPlanned, "%v without standbys: a crash is not planned scaling", s)
+		// 3s + 1s, then 10s of restore; stop-the-world also stops S1's
+		// two tasks for the rebalance.
+		want := 2 * 14 * time.Second
+		if s == StopTheWorld {
+			want += 2 * time.Second
+		}
+		assert.Equal(t, want, m.Downtime, "%v without standbys: downtime", s)
+	}
+}
+
+// TestRestartKeepsDiskState: S2 restarts 5s after going down, before its
+// session times out; it rejoins with its state on disk and gets its tasks
+// back warm.
+func TestRestartKeepsDiskState(t *testing.T) {
+	sc := parse(t, `
+duration 10m
+pause 1s
+session-timeout 10s
+handover one-round
+restore-rate 10
+tasks T1-T4 size 100
+members S1-S2
+at 5m restart S2 after 5s
+`)
+	for _, s := range Strategies() {
+		r := mustRun(t, sc, s)
+		assert.Zero(t, r.Metrics.Cold, "%v: cold hand-overs", s)
+		want := 2 * 6 * time.Second // T3 and T4: 5s down, then the 1s rebalance
+		if s == StopTheWorld {
+			want += 2 * time.Second // T1 and T2 stop for the rebalance
+		}
+		assert.Equal(t, want, r.Metrics.Downtime, "%v: downtime", s)
+		require.Len(t, r.Timeline.Members, 3, "%v: a restart adds a timeline row", s)
+		assert.Equal(t, "S2", r.Timeline.Members[2].ID)
+	}
+}
+
+// TestEmptyGroupWaits: a group whose members have all crashed or left does
+// not rebalance until a member joins (it used to restart a leaderless
+// rebalance every pause).
+func TestEmptyGroupWaits(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want map[Strategy]int // rebalances
+	}{
+		{"at 1m crash S1 S2\n", map[Strategy]int{}},
+		// The learner members announce their leave and stay (nobody to hand
+		// over to); the classic ones leave at once.
+		{"at 1m leave S1 S2\n", map[Strategy]int{LearnerStable: 1, LearnerEager: 1}},
+		{"at 1m crash S1 S2\nat 30m join S3\n", map[Strategy]int{LearnerStable: 1, LearnerEager: 1, StopTheWorld: 1, Cooperative: 1, WarmUp: 1}},
+	} {
+		sc := parse(t, "duration 1h\ntasks T1-T4 size 100\nmembers S1-S2\n"+tc.src)
+		for _, s := range Strategies() {
+			assert.Equal(t, tc.want[s], mustRun(t, sc, s).Metrics.Rebalances, "%q under %v: rebalances", tc.src, s)
 		}
 	}
 }
@@ -219,7 +317,7 @@ at 1m join S3 rate 10
 // learns T1 from the leader S1, which crashes before S4 is ready. The
 // learner strategies give T1 to S4 at once, which only restores the rest.
 func TestLeaderCrashMidLearning(t *testing.T) {
-	sc, err := Parse(`
+	sc := parse(t, `
 duration 10m
 pause 1s
 session-timeout 3s
@@ -229,13 +327,7 @@ members S1-S3
 at 1m join S4
 at 1m4s crash-leader
 `)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Run(sc, LearnerStable)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRun(t, sc, LearnerStable)
 	var got string
 	for _, rd := range r.Rounds {
 		if rd.Start == 67*time.Second {
@@ -243,15 +335,13 @@ at 1m4s crash-leader
 		}
 	}
 	want := "S2(assigned: [T3, T4], revoked: [], learning: [])\nS3(assigned: [T2, T5], revoked: [], learning: [])\nS4(assigned: [T1], revoked: [], learning: [])\n"
-	if got != want {
-		t.Errorf("assignment of the round after S1's session timed out (1m7s):\n%s\nwant\n%s", got, want)
-	}
+	assert.Equal(t, want, got, "assignment of the round after S1's session timed out (1m7s)")
 	// T1 and T2 are down from the crash at 1m4s. S4 has learned T1 since
 	// 1m1s and gets it at 1m8s with 3s of restore left: down 7s. S3 restores
 	// T2 from scratch: down until 1m18s, 14s.
-	if want := 7*time.Second + 14*time.Second; r.Metrics.Downtime != want {
-		t.Errorf("downtime %v, want %v", r.Metrics.Downtime, want)
-	}
+	assert.Equal(t, 7*time.Second+14*time.Second, r.Metrics.Downtime)
+	assert.Equal(t, 2, r.Metrics.Cold, "T1 (half learned) and T2 (nothing) are cold hand-overs")
+	assert.Equal(t, 2, r.Metrics.ColdUnavoidable, "no live member had either caught up")
 }
 
 func TestParseErrors(t *testing.T) {
@@ -271,50 +361,94 @@ func TestParseErrors(t *testing.T) {
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m dance", `line 4: unknown event "dance"`},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m crash-leader S1", "line 4: crash-leader takes no arguments"},
 		{"duration 1h\ntasks T1 size 1\nmembers S(1)", `line 3: malformed ID "S(1)"`},
+		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 30m join S2\n\nat 2h crash S1", "line 6: crash event at 2h0m0s is after the duration 1h0m0s"},
+		{"at 2h crash-leader\nduration 1h\ntasks T1 size 1\nmembers S1", "line 1: crash-leader event at 2h0m0s is after the duration 1h0m0s"},
+		{"duration 1h\nstandbys 9\ntasks T1 size 1\nmembers S1", "line 2: standbys: want 0 to 8"},
+		{"duration 1h\nhandover twice\ntasks T1 size 1\nmembers S1", `line 2: handover: want one-round, follow-up, withhold, got "twice"`},
+		{"duration 1h\npause 2h\ntasks T1 size 1\nmembers S1", "pause 2h0m0s: want 0s to 1h0m0s"},
+		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m restart S1 after 0s", `line 4: restart: after: want a positive duration, got "0s"`},
+		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m leave S1 deadline soon", `line 4: leave: deadline: want a positive duration, got "soon"`},
 	} {
 		_, err := Parse(tc.src)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrScenario) {
-			t.Errorf("Parse(%q) error = %v, want one containing %q wrapping ErrScenario", tc.src, err, tc.want)
+		if assert.ErrorIs(t, err, ErrScenario, "Parse(%q)", tc.src) {
+			assert.Contains(t, err.Error(), tc.want, "Parse(%q)", tc.src)
 		}
 	}
 }
 
 func TestParseRanges(t *testing.T) {
-	sc, err := Parse("duration 1h\nrestore-rate 7\ntasks T8-T10 size 5\ntasks x-y.z stateless\nmembers S1-S2 S9 rate 3\nat 1m join S3")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := parse(t, "duration 1h\nrestore-rate 7\ntasks T8-T10 size 5\ntasks x-y.z stateless\nmembers S1-S2 S9 rate 3\nat 1m join S3\nat 2m leave S1 deadline 5m\nat 3m leave S2 deadline none\nat 4m restart S9\nat 5m restart S3 after 1m")
 	want := &Scenario{Duration: time.Hour, Pause: defaultPause, SessionTimeout: defaultSessionTimeout,
-		ProbingInterval: defaultProbingInterval, MaxWarmups: defaultMaxWarmups,
+		ProbingInterval: defaultProbingInterval, MaxWarmups: defaultMaxWarmups, Handover: DefaultHandover,
 		Tasks:   []TaskSpec{{"T8", 5}, {"T9", 5}, {"T10", 5}, {"x-y.z", 0}},
 		Members: []MemberSpec{{"S1", 3}, {"S2", 3}, {"S9", 3}},
-		Events:  []Event{{At: time.Minute, Kind: Join, Members: []MemberSpec{{"S3", 7}}}}}
-	if !reflect.DeepEqual(sc, want) {
-		t.Errorf("Parse = %+v, want %+v", sc, want)
-	}
+		Events: []Event{
+			{At: time.Minute, Kind: Join, Members: []MemberSpec{{"S3", 7}}, Line: 6},
+			{At: 2 * time.Minute, Kind: Leave, Members: []MemberSpec{{ID: "S1"}}, Deadline: 5 * time.Minute, Line: 7},
+			{At: 3 * time.Minute, Kind: Leave, Members: []MemberSpec{{ID: "S2"}}, Deadline: -1, Line: 8},
+			{At: 4 * time.Minute, Kind: Restart, Members: []MemberSpec{{ID: "S9"}}, After: defaultRestartAfter, Line: 9},
+			{At: 5 * time.Minute, Kind: Restart, Members: []MemberSpec{{ID: "S3"}}, After: time.Minute, Line: 10},
+		}}
+	assert.Equal(t, want, sc)
 }
 
-// TestDefaultScenarioClaims pins what the default scenario shows (issue 5):
-// both learner strategies have less downtime than stop-the-world and
-// cooperative, and the stable one fewer rebalances than warm-up with
-// probing. (The eager one has more: it rejoins for every ready learner.)
+// TestLeaveDeadlines: a leave's own deadline overrides the scenario's, and
+// "deadline none" waits for the hand-over: S2 leaves with a 5s deadline,
+// before its learner (10s of restore) is ready, so the task goes over cold;
+// S3 leaves without one and hands over warm.
+func TestLeaveDeadlines(t *testing.T) {
+	sc := parse(t, `
+duration 10m
+pause 1s
+leave-deadline 3s
+restore-rate 10
+handover one-round
+tasks T1-T3 size 100
+members S1-S3
+at 1m leave S2 deadline 5s
+at 5m leave S3 deadline none
+`)
+	m := mustRun(t, sc, LearnerStable).Metrics
+	assert.Equal(t, 1, m.Cold, "S2's task at its deadline")
+	assert.Equal(t, 1, m.ColdPlanned, "a deadline is planned scaling")
+	assert.Equal(t, 1, m.ColdUnavoidable, "once S2 has shut down, no live member has its task caught up")
+}
+
+// TestSuite: the suite is reproducible, and the learner strategies never
+// hand a task over cold in planned scaling (the issue's target, on a
+// fifth of the command's suite to keep the test fast).
+func TestSuite(t *testing.T) {
+	assert.Equal(t, SuiteText(1071, 3), SuiteText(1071, 3))
+	assert.NotEqual(t, SuiteText(1071, 3), SuiteText(1071, 4))
+	oneRound := func(sc *Scenario) error { sc.Handover = HandoverOneRound; return nil }
+	totals, err := RunSuite(20, 1071, oneRound)
+	require.NoError(t, err)
+	for _, s := range []Strategy{LearnerStable, LearnerEager} {
+		assert.Zero(t, totals[s].ColdPlanned, "%v: cold hand-overs in planned scaling over the suite", s)
+	}
+	assert.NotZero(t, totals[StopTheWorld].ColdPlanned, "stop-the-world moves tasks cold when members join")
+	_, err = RunSuite(0, 1, nil)
+	assert.Error(t, err)
+}
+
+// TestDefaultScenarioClaims pins what docs/simulator.md reads from the
+// default run: learner (stable) has less downtime than stop-the-world and
+// cooperative, fewer rebalances than warm-up+probing, and no cold hand-over
+// in planned scaling; its downtime stays above the issue's targets (10% of
+// stop-the-world's, 15% of cooperative's), as the document reports.
 func TestDefaultScenarioClaims(t *testing.T) {
 	rs, err := RunAll(defaultScenario(t, Defaults))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	m := map[Strategy]Metrics{}
 	for _, r := range rs {
 		m[r.Strategy] = r.Metrics
 	}
-	for _, l := range []Strategy{LearnerStable, LearnerEager} {
-		for _, o := range []Strategy{StopTheWorld, Cooperative} {
-			if m[l].Downtime >= m[o].Downtime {
-				t.Errorf("downtime: %v %v, %v %v; want the learner's lower", l, m[l].Downtime, o, m[o].Downtime)
-			}
-		}
+	l := m[LearnerStable]
+	for _, o := range []Strategy{StopTheWorld, Cooperative} {
+		assert.Less(t, l.Downtime, m[o].Downtime, "downtime of %v against %v", LearnerStable, o)
 	}
-	if m[LearnerStable].Rebalances >= m[WarmUp].Rebalances {
-		t.Errorf("rebalances: %v %d, %v %d; want the learner's fewer", LearnerStable, m[LearnerStable].Rebalances, WarmUp, m[WarmUp].Rebalances)
-	}
+	assert.Less(t, l.Rebalances, m[WarmUp].Rebalances, "rebalances of %v against %v", LearnerStable, WarmUp)
+	assert.Zero(t, l.ColdPlanned, "%v: cold hand-overs in planned scaling", LearnerStable)
+	assert.Greater(t, 10*l.Downtime, m[StopTheWorld].Downtime, "the document says the 10%% target is missed")
+	assert.Greater(t, 100*l.Downtime, 15*m[Cooperative].Downtime, "the document says the 15%% target is missed")
 }

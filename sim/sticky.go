@@ -1,8 +1,8 @@
 package sim
 
 import (
-	"math"
 	"slices"
+	"time"
 
 	"github.com/learnerassignor/learner"
 )
@@ -16,17 +16,22 @@ type stickyStrategy struct {
 	probe uint64 // bumped to cancel the scheduled probing rebalance
 }
 
+func newStickyStrategy(e *engine, s Strategy) (strategy, error) {
+	return &stickyStrategy{e: e, kind: s}, nil
+}
+
 func (s *stickyStrategy) name() string                        { return s.kind.String() }
 func (s *stickyStrategy) initial(*member, learner.Assignment) {}
 func (s *stickyStrategy) joined(*member)                      {}
 func (s *stickyStrategy) restored(*member, int)               {}
-func (s *stickyStrategy) leave(m *member)                     { s.e.depart(m, "leaves") }
+func (s *stickyStrategy) leave(m *member, _ time.Duration)    { s.e.depart(m, "leaves") }
 func (s *stickyStrategy) apply(m *member, a learner.Assignment) {
 	s.e.setRoles(m, a)
 }
 
-// join reports the member's active tasks and, as lag, the MB its warm-up
-// replicas still have to restore. The eager protocol stops every task.
+// join reports the member's active tasks, its warm-up replicas and
+// standbys, and as lag the MB each replica and each task's state on disk
+// still has to restore. The eager protocol stops every task.
 func (s *stickyStrategy) join(m *member) learner.MemberMetadata {
 	md := learner.MemberMetadata{ID: m.id}
 	for t, sl := range m.slots {
@@ -34,16 +39,19 @@ func (s *stickyStrategy) join(m *member) learner.MemberMetadata {
 			continue
 		}
 		id := s.e.tasks[t].ID
-		if sl.role == active {
+		switch sl.role {
+		case active:
 			md.Assigned = append(md.Assigned, id)
 			if s.kind == StopTheWorld {
-				s.e.stop(m, t)
+				s.e.stop(m, t, CauseJoin)
 			}
 			continue
+		case learning:
+			md.Learning = append(md.Learning, id)
+		case standby:
+			md.Standby = append(md.Standby, id)
 		}
-		md.Learning = append(md.Learning, id)
-		s.e.settle(m, t)
-		md.Lag = append(md.Lag, learner.TaskLag{Task: id, Lag: int64(math.Ceil(s.e.size[t] - sl.have))})
+		md.Lag = append(md.Lag, learner.TaskLag{Task: id, Lag: s.e.lag(m, t)})
 	}
 	return md
 }
@@ -111,6 +119,9 @@ func (s *stickyStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assig
 	}
 	target := s.target(cur, lag)
 
+	if s.kind == WarmUp {
+		s.orphansToCaughtUp(cur, target, lag)
+	}
 	var withheld []string
 	nWarm := 0
 	warm := make([]bool, n) // task has a warm-up kept or placed
@@ -120,8 +131,12 @@ func (s *stickyStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assig
 		case i < 0 || i == j || s.kind == StopTheWorld:
 			as[j].Assigned = append(as[j].Assigned, task.ID)
 		case s.kind == Cooperative || !task.Stateful || lag[j][t] == 0:
-			// The owner revokes it now; the follow-up assigns it.
+			// The owner revokes it now; the follow-up assigns it. To a
+			// caught-up replica that is a promotion.
 			withheld = append(withheld, task.ID)
+			if task.Stateful && lag[j][t] == 0 {
+				s.e.setCause(t, CausePromotion)
+			}
 		default:
 			// Warm-up: the active stays until j has caught up.
 			as[i].Assigned = append(as[i].Assigned, task.ID)
@@ -145,6 +160,7 @@ func (s *stickyStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assig
 			}
 		}
 	}
+	s.placeStandbys(as, joins, target, lag)
 	for i, j := range joins {
 		for _, id := range j.Assigned {
 			if !slices.Contains(as[i].Assigned, id) {
@@ -153,6 +169,86 @@ func (s *stickyStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assig
 		}
 	}
 	return as, withheld, nil
+}
+
+// orphansToCaughtUp is KIP-441's rule for a task nobody runs (its owner
+// left or crashed) whose balanced target has not caught up: it becomes
+// active on a caught-up member (a standby, state on disk), the least loaded
+// one, and the target warms up to take it later. cur records that member
+// as the owner.
+func (s *stickyStrategy) orphansToCaughtUp(cur, target []int, lag [][]float64) {
+	owned := make([]int, len(lag))
+	for _, i := range cur {
+		if i >= 0 {
+			owned[i]++
+		}
+	}
+	for t, task := range s.e.tasks {
+		if cur[t] >= 0 || !task.Stateful || lag[target[t]][t] == 0 {
+			continue
+		}
+		best := -1
+		for i := range lag {
+			if lag[i][t] == 0 && (best < 0 || owned[i] < owned[best]) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			cur[t] = best
+			owned[best]++
+		}
+	}
+}
+
+// placeStandbys gives each stateful task min(Standbys, members that may
+// hold one) standbys on members that neither run it, warm it up nor are to
+// receive it: reported standbys stay where they are (Kafka's sticky standby
+// placement), missing ones go to the member with the most state of the
+// task, then the fewest tasks of any kind, then the first. Standbys never
+// move to even out counts: the baselines keep every warm copy they have.
+func (s *stickyStrategy) placeStandbys(as []learner.Assignment, joins []learner.MemberMetadata, target []int, lag [][]float64) {
+	if s.e.sc.Standbys == 0 {
+		return
+	}
+	k := len(as)
+	load := make([]int, k)
+	reported := make([][]bool, k)
+	for i := range as {
+		load[i] = len(as[i].Assigned) + len(as[i].Learning)
+		reported[i] = s.e.taskSet(joins[i].Standby)
+	}
+	busy := make([]bool, k)
+	for t, task := range s.e.tasks {
+		if !task.Stateful {
+			continue
+		}
+		eligible := 0
+		for i := range as {
+			busy[i] = i == target[t] || slices.Contains(as[i].Assigned, task.ID) || slices.Contains(as[i].Learning, task.ID)
+			eligible += b2i(!busy[i])
+		}
+		want := min(s.e.sc.Standbys, eligible)
+		place := func(i int) {
+			as[i].Standby = append(as[i].Standby, task.ID)
+			busy[i] = true
+			load[i]++
+			want--
+		}
+		for i := 0; i < k && want > 0; i++ {
+			if reported[i][t] && !busy[i] {
+				place(i)
+			}
+		}
+		for want > 0 {
+			best := -1
+			for i := range k {
+				if !busy[i] && (best < 0 || warmer(lag[i][t], lag[best][t]) || lag[i][t] == lag[best][t] && load[i] < load[best]) {
+					best = i
+				}
+			}
+			place(best)
+		}
+	}
 }
 
 // target is the sticky balanced assignment: member i keeps up to its quota

@@ -2,9 +2,12 @@ package sim
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 )
 
 // strategy is what differs between the rebalancing strategies: what a member
@@ -16,8 +19,9 @@ type strategy interface {
 	initial(m *member, a learner.Assignment)
 	// joined sets up a member that has just joined the group.
 	joined(m *member)
-	// leave handles m's announcement that it leaves.
-	leave(m *member)
+	// leave handles m's announcement that it leaves; deadline bounds a
+	// learner strategy's hand-over (zero: none).
+	leave(m *member, deadline time.Duration)
 	// join returns what m reports at a join and stops what it gives up.
 	join(m *member) learner.MemberMetadata
 	// assign is the leader: assignments for the members that joined, in
@@ -31,23 +35,73 @@ type strategy interface {
 	settled(r Round)
 }
 
-func newStrategy(s Strategy, e *engine) (strategy, error) {
-	switch s {
-	case LearnerStable, LearnerEager:
-		a, err := learner.New(e.tasks, learner.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("sim: %w", err)
-		}
-		policy := learner.RejoinStable
-		if s == LearnerEager {
-			policy = learner.RejoinEager
-		}
-		return &learnerStrategy{e: e, assignor: a, policy: policy, label: s.String()}, nil
-	case StopTheWorld, Cooperative, WarmUp:
-		return &stickyStrategy{e: e, kind: s}, nil
-	}
-	return nil, fmt.Errorf("sim: unknown strategy %d", int(s))
+// strategies is the registry: each Strategy's name and constructor, in the
+// order the tables print them. A new strategy is a constant in result.go, a
+// line here and a file implementing strategy.
+var strategies = [...]struct {
+	name  string
+	build func(e *engine, s Strategy) (strategy, error)
+}{
+	LearnerStable: {"learner (stable)", newLearnerStrategy},
+	LearnerEager:  {"learner (eager)", newLearnerStrategy},
+	StopTheWorld:  {"stop-the-world", newStickyStrategy},
+	Cooperative:   {"cooperative", newStickyStrategy},
+	WarmUp:        {"warm-up+probing", newStickyStrategy},
 }
+
+func newStrategy(s Strategy, e *engine) (strategy, error) {
+	if s < 0 || int(s) >= len(strategies) {
+		return nil, fmt.Errorf("sim: unknown strategy %d", int(s))
+	}
+	return strategies[s].build(e, s)
+}
+
+// Handover is the round structure by which the learner strategies hand a
+// ready learner its task: the structures the Kafka binding (kgolearner) can
+// run, so the simulator promises nothing the binding does not do.
+type Handover int
+
+const (
+	// HandoverOneRound is the design document's: the owner stops the
+	// learned task at its join and the leader gives it to the ready learner
+	// in the same rebalance.
+	HandoverOneRound Handover = iota
+	// HandoverFollowUp is kgolearner's one-round hand-over: a ready
+	// learner's task moves in the rebalance its owner released it in, and
+	// kgo follows a rebalance in which a member lost partitions with one
+	// more, in which nothing moves (owners release their learned tasks at
+	// its join too). A stateless task that moves stays with its owner one
+	// more generation, tagged learned, and moves at the next rebalance.
+	HandoverFollowUp
+	// HandoverWithhold withholds a task that moves for one generation: the
+	// old owner revokes it, the new owner keeps learning it, and the
+	// follow-up rebalance gives it to the new owner.
+	HandoverWithhold
+)
+
+// DefaultHandover is what kgolearner on main does (4846b37: one-round
+// hand-over, kgo's follow-up rebalance).
+const DefaultHandover = HandoverFollowUp
+
+var handoverNames = [...]string{HandoverOneRound: "one-round", HandoverFollowUp: "follow-up", HandoverWithhold: "withhold"}
+
+// String returns the handover's keyword in the scenario format.
+func (h Handover) String() string {
+	if h < 0 || int(h) >= len(handoverNames) {
+		return fmt.Sprintf("Handover(%d)", int(h))
+	}
+	return handoverNames[h]
+}
+
+// ParseHandover reads a handover keyword.
+func ParseHandover(s string) (Handover, error) {
+	if i := slices.Index(handoverNames[:], s); i >= 0 {
+		return Handover(i), nil
+	}
+	return 0, fmt.Errorf("handover: want %s, got %q", handoverList(), s)
+}
+
+func handoverList() string { return strings.Join(handoverNames[:], ", ") }
 
 // epoch is the wall-clock time of simulated time zero, for learner.Worker.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -58,10 +112,22 @@ type learnerStrategy struct {
 	e        *engine
 	assignor *learner.Assignor
 	policy   learner.RejoinPolicy
-	label    string
+	kind     Strategy
 }
 
-func (s *learnerStrategy) name() string { return s.label }
+func newLearnerStrategy(e *engine, s Strategy) (strategy, error) {
+	a, err := learner.New(e.tasks, learner.Options{Standbys: e.sc.Standbys})
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	policy := learner.RejoinStable
+	if s == LearnerEager {
+		policy = learner.RejoinEager
+	}
+	return &learnerStrategy{e: e, assignor: a, policy: policy, kind: s}, nil
+}
+
+func (s *learnerStrategy) name() string { return s.kind.String() }
 
 func (s *learnerStrategy) wall() time.Time { return epoch.Add(s.e.now) }
 
@@ -75,9 +141,9 @@ func (s *learnerStrategy) initial(m *member, a learner.Assignment) {
 
 func (s *learnerStrategy) joined(m *member) { m.worker = learner.NewWorker(m.id, s.policy) }
 
-func (s *learnerStrategy) leave(m *member) {
+func (s *learnerStrategy) leave(m *member, d time.Duration) {
 	var deadline time.Time
-	if d := s.e.sc.LeaveDeadline; d > 0 {
+	if d > 0 {
 		deadline = s.wall().Add(d)
 		s.e.at(s.e.now+d, func() {
 			if m.alive && m.worker.ShouldShutdown(s.wall()) {
@@ -91,17 +157,120 @@ func (s *learnerStrategy) leave(m *member) {
 	}
 }
 
+// join reports the lag of every replica and of state on disk (what the
+// application tells its Worker with SetLag), then joins: the owner stops
+// the learned tasks it revokes.
 func (s *learnerStrategy) join(m *member) learner.MemberMetadata {
+	for t, sl := range m.slots {
+		lag := int64(-1)
+		if sl != nil && sl.role != active {
+			lag = s.e.lag(m, t)
+		}
+		m.worker.SetLag(s.e.tasks[t].ID, lag)
+	}
 	md := m.worker.Join()
 	for _, id := range md.Revoked {
-		s.e.stop(m, s.e.index[id])
+		t := s.e.index[id]
+		why := CauseJoin
+		if s.e.learnerReady(t) {
+			why = CausePromotion
+		}
+		s.e.stop(m, t, why)
 	}
 	return md
 }
 
 func (s *learnerStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assignment, []string, error) {
 	as, err := s.assignor.Assign(joins)
-	return as, nil, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if vs := learnertest.Check(s.e.tasks, s.assignor.Options(), joins, as); len(vs) > 0 {
+		return nil, nil, fmt.Errorf("Assign breaks rules:\n%s", learnertest.FormatViolations(vs))
+	}
+	switch s.e.sc.Handover {
+	case HandoverWithhold:
+		return withhold(as, joins, s.e.index, s.e.tasks)
+	case HandoverFollowUp:
+		holdStateless(as, joins, s.e.index, s.e.tasks)
+	}
+	return as, nil, nil
+}
+
+// withhold is kgolearner's leader: a task assigned to a member while another
+// member still claims it (reported it in Assigned or Revoked) is withheld
+// for one generation. A stateful one stays a learner task of its new owner,
+// which keeps its replayed state and takes the task once nobody claims it; a
+// stateless one is assigned afresh in the next generation.
+func withhold(as []learner.Assignment, joins []learner.MemberMetadata, index map[string]int, tasks []learner.Task) ([]learner.Assignment, []string, error) {
+	claims := make(map[string][]string)
+	for _, j := range joins {
+		for _, id := range slices.Concat(j.Assigned, j.Revoked) {
+			claims[id] = append(claims[id], j.ID)
+		}
+	}
+	var withheld []string
+	for i := range as {
+		a := &as[i]
+		var keep, learn []string
+		for _, id := range a.Assigned {
+			c := claims[id]
+			switch {
+			case len(c) == 0 || slices.Contains(c, a.MemberID):
+				keep = append(keep, id)
+			case tasks[index[id]].Stateful:
+				learn = append(learn, id)
+				withheld = append(withheld, id)
+			default:
+				withheld = append(withheld, id)
+			}
+		}
+		if len(keep) == len(a.Assigned) {
+			continue
+		}
+		a.Assigned = keep
+		a.Learned = slices.DeleteFunc(a.Learned, func(id string) bool { return !slices.Contains(keep, id) })
+		a.Learning = slices.Concat(a.Learning, learn)
+		slices.SortFunc(a.Learning, func(x, y string) int { return index[x] - index[y] })
+	}
+	slices.SortFunc(withheld, func(x, y string) int { return index[x] - index[y] })
+	return as, withheld, nil
+}
+
+// holdStateless is kgolearner's leader for stateless tasks: one that Assign
+// moves away from a member that still runs it (reported it in Assigned)
+// stays with that member one more generation, tagged learned, while the
+// new owner learns it; the owner releases it at its next join and the next
+// rebalance gives it to the learner.
+func holdStateless(as []learner.Assignment, joins []learner.MemberMetadata, index map[string]int, tasks []learner.Task) {
+	runs := make(map[string]int, len(joins)) // stateless task -> position in as of the member running it
+	for _, j := range joins {
+		i := slices.IndexFunc(as, func(a learner.Assignment) bool { return a.MemberID == j.ID })
+		for _, id := range j.Assigned {
+			if t, ok := index[id]; ok && !tasks[t].Stateful && i >= 0 {
+				runs[id] = i
+			}
+		}
+	}
+	byIndex := func(x, y string) int { return index[x] - index[y] }
+	for i := range as {
+		a := &as[i]
+		for _, id := range slices.Clone(a.Assigned) {
+			o, ok := runs[id]
+			if !ok || o == i {
+				continue
+			}
+			a.Assigned = slices.DeleteFunc(a.Assigned, func(x string) bool { return x == id })
+			a.Learning = append(a.Learning, id)
+			slices.SortFunc(a.Learning, byIndex)
+			old := &as[o]
+			old.Revoked = slices.DeleteFunc(old.Revoked, func(x string) bool { return x == id })
+			old.Assigned = append(old.Assigned, id)
+			old.Learned = append(old.Learned, id)
+			slices.SortFunc(old.Assigned, byIndex)
+			slices.SortFunc(old.Learned, byIndex)
+		}
+	}
 }
 
 func (s *learnerStrategy) apply(m *member, a learner.Assignment) {
@@ -111,6 +280,12 @@ func (s *learnerStrategy) apply(m *member, a learner.Assignment) {
 		return
 	}
 	s.e.setRoles(m, a)
+	for _, id := range a.Learning {
+		// A withheld task's learner stays ready.
+		if t := s.e.index[id]; m.slots[t].done {
+			m.worker.Restored(id)
+		}
+	}
 	if c.Shutdown {
 		s.e.depart(m, "has handed over its tasks and leaves")
 	}
@@ -123,11 +298,38 @@ func (s *learnerStrategy) restored(m *member, t int) {
 	}
 }
 
-func (s *learnerStrategy) settled(Round) {
+func (s *learnerStrategy) settled(r Round) {
+	switch s.e.sc.Handover {
+	case HandoverWithhold:
+		if len(r.Withheld) > 0 {
+			s.e.requestRebalance("follow-up for withheld tasks")
+		}
+	case HandoverFollowUp:
+		if lostTask(r) {
+			s.e.requestRebalance("kgo's follow-up: a member lost a partition")
+		}
+	}
 	for _, m := range s.e.members {
 		// A learner may have become ready while the round was under way.
 		if m.alive && m.inGroup && m.worker.ShouldRejoin(s.wall()) {
 			s.e.requestRebalance(m.id + " rejoins: learners ready")
 		}
 	}
+}
+
+// lostTask reports whether a member of the round lost a task it reported
+// (in Assigned or Revoked): kgo then rejoins at once.
+func lostTask(r Round) bool {
+	for _, j := range r.Joins {
+		i := slices.IndexFunc(r.Assignments, func(a learner.Assignment) bool { return a.MemberID == j.ID })
+		if i < 0 {
+			continue
+		}
+		for _, id := range slices.Concat(j.Assigned, j.Revoked) {
+			if !slices.Contains(r.Assignments[i].Assigned, id) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -17,16 +17,19 @@ const simulateUsage = `usage: learner simulate [flags]
 Simulates a group under scaling and compares rebalancing strategies on the
 same event script: this library's learners (stable and eager rejoin),
 stop-the-world eager rebalancing, cooperative sticky without learners, and
-warm-up replicas with probing rebalances (KIP-441). Without -scenario it runs
-the default scenario, shaped by -members, -tasks, -stateless, -size, -rate
-and -seed; -print-scenario shows it in the scenario format.
+warm-up replicas with probing rebalances (KIP-441), each with the scenario's
+standby replicas. Without -scenario it runs the default scenario, shaped by
+-members, -tasks, -stateless, -size, -rate and -seed; -print-scenario shows
+it in the scenario format. With -suite N it plays N random scenarios drawn
+from -seed and prints each strategy's totals.
 
 flags:
 `
 
 // simulateMain runs `learner simulate`: it prints a table of each strategy's
 // metrics, with -v a log of every rebalance in the document's notation, and
-// with -svg a timeline picture. Bad flags or a bad scenario exit 2.
+// with -svg a timeline picture. Bad flags or a bad scenario exit 2 before
+// anything runs; an error while simulating exits 1.
 func simulateMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -34,11 +37,16 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, simulateUsage)
 		fs.PrintDefaults()
 	}
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "learner simulate: "+format+"\n", args...)
+		return 2
+	}
 	var (
 		scenario = fs.String("scenario", "", "read the scenario from `FILE` (- for stdin) instead of the default")
 		print    = fs.Bool("print-scenario", false, "print the scenario in the scenario format (without the overrides) and exit")
 		verbose  = fs.Bool("v", false, "log every rebalance: members' join status and the assignment")
 		svg      = fs.String("svg", "", "write a timeline picture to `FILE`")
+		suite    = fs.Int("suite", 0, fmt.Sprintf("play `N` random scenarios drawn from -seed (1 to %d) and print each strategy's totals", sim.MaxSuite))
 
 		p = sim.Defaults
 
@@ -48,13 +56,16 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		probing   = fs.Duration("probing-interval", 0, "override the warm-up strategy's probing interval")
 		warmups   = fs.Int("max-warmups", 0, "override the warm-up strategy's warm-up replicas at once")
 		deadline  = fs.Duration("leave-deadline", 0, "override the learner strategies' leave deadline (0: none)")
+		standbys  = fs.Int("standbys", 0, fmt.Sprintf("override the standby replicas of each stateful task, every strategy (0 to %d; 0: the figures without standbys)", sim.MaxStandbys))
+		replayLag = fs.Duration("replay-lag", 0, "override how far a caught-up replica trails its active")
+		handover  = fs.String("handover", "", "override the learner strategies' hand-over: one-round, follow-up or withhold")
 		sizeRange = fs.String("size", fmt.Sprintf("%g-%g", sim.Defaults.MinSize, sim.Defaults.MaxSize), "default scenario: state size range of stateful tasks, `MIN-MAX` MB")
 	)
 	fs.IntVar(&p.Members, "members", p.Members, "default scenario: peak group size (it starts with two thirds)")
 	fs.IntVar(&p.Tasks, "tasks", p.Tasks, "default scenario: number of tasks")
 	fs.IntVar(&p.Stateless, "stateless", p.Stateless, "default scenario: how many tasks are stateless")
 	fs.Float64Var(&p.Rate, "rate", p.Rate, "default scenario: restore rate of every member, MB/s")
-	fs.Uint64Var(&p.Seed, "seed", p.Seed, "default scenario: seed of the state sizes")
+	fs.Uint64Var(&p.Seed, "seed", p.Seed, "default scenario: seed of the state sizes; with -suite: seed of the suite")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -62,26 +73,93 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "learner simulate: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return fail("unexpected argument %q", fs.Arg(0))
 	}
-	shaping := map[string]bool{"members": true, "tasks": true, "stateless": true, "size": true, "rate": true, "seed": true}
-	var text string
-	if *scenario != "" {
-		bad := ""
-		fs.Visit(func(f *flag.Flag) {
-			if shaping[f.Name] {
-				bad = f.Name
-			}
-		})
-		if bad != "" {
-			fmt.Fprintf(stderr, "learner simulate: -%s shapes the default scenario; it cannot be used with -scenario\n", bad)
-			return 2
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	shaping := []string{"members", "tasks", "stateless", "size", "rate", "seed"}
+	for _, name := range shaping {
+		switch {
+		case set[name] && set["scenario"]:
+			return fail("-%s shapes the default scenario; it cannot be used with -scenario", name)
+		case set[name] && set["suite"] && name != "seed":
+			return fail("-%s shapes the default scenario; it cannot be used with -suite", name)
 		}
-		src, err := readInput(*scenario, os.Stdin)
+	}
+	for _, name := range []string{"scenario", "svg", "v", "print-scenario"} {
+		if set[name] && set["suite"] {
+			return fail("-%s works on one scenario; it cannot be used with -suite", name)
+		}
+	}
+
+	// overrides sets a scenario's setting from its flag, when given.
+	overrides := map[string]func(sc *sim.Scenario) error{
+		"duration":         func(sc *sim.Scenario) error { sc.Duration = *duration; return nil },
+		"pause":            func(sc *sim.Scenario) error { sc.Pause = *pause; return nil },
+		"session-timeout":  func(sc *sim.Scenario) error { sc.SessionTimeout = *session; return nil },
+		"probing-interval": func(sc *sim.Scenario) error { sc.ProbingInterval = *probing; return nil },
+		"max-warmups":      func(sc *sim.Scenario) error { sc.MaxWarmups = *warmups; return nil },
+		"leave-deadline":   func(sc *sim.Scenario) error { sc.LeaveDeadline = *deadline; return nil },
+		"standbys":         func(sc *sim.Scenario) error { sc.Standbys = *standbys; return nil },
+		"replay-lag":       func(sc *sim.Scenario) error { sc.ReplayLag = *replayLag; return nil },
+		"handover": func(sc *sim.Scenario) (err error) {
+			if sc.Handover, err = sim.ParseHandover(*handover); err != nil {
+				return &sim.RangeError{Name: "handover", Got: strconv.Quote(*handover), Want: "one-round, follow-up or withhold"}
+			}
+			return nil
+		},
+	}
+	// adjust applies the overriding flags to a scenario and checks it.
+	adjust := func(sc *sim.Scenario) error {
+		for name, apply := range overrides {
+			if !set[name] {
+				continue
+			}
+			if err := apply(sc); err != nil {
+				return err // only -handover can fail here: map order does not matter
+			}
+		}
+		return sc.Check()
+	}
+	// flagError names the flag behind a setting out of range.
+	flagError := func(err error) int {
+		var re *sim.RangeError
+		var late *sim.LateEventError
+		switch {
+		case errors.As(err, &re) && set[re.Name]:
+			return fail("-%s %s: want %s", re.Name, re.Got, re.Want)
+		case errors.As(err, &late) && set["duration"]:
+			return fail("-duration %v: want at least %v (line %d of the scenario has a %s event then)", *duration, late.Event.At, late.Event.Line, late.Event.Kind)
+		}
+		return fail("%v", err)
+	}
+
+	if set["suite"] {
+		if *suite < 1 || *suite > sim.MaxSuite {
+			return fail("-suite %d: want 1 to %d", *suite, sim.MaxSuite)
+		}
+		// Check the overrides once, on the first scenario, before the run.
+		first, err := sim.Parse(sim.SuiteText(p.Seed, 0))
+		if err == nil {
+			err = adjust(first)
+		}
+		if err != nil {
+			return flagError(err)
+		}
+		totals, err := sim.RunSuite(*suite, p.Seed, adjust)
 		if err != nil {
 			fmt.Fprintf(stderr, "learner simulate: %v\n", err)
-			return 2
+			return 1
+		}
+		sim.WriteSuiteTable(stdout, *suite, p.Seed, totals)
+		return 0
+	}
+
+	var text string
+	if set["scenario"] {
+		src, err := readInput(*scenario, os.Stdin)
+		if err != nil {
+			return fail("%v", err)
 		}
 		text = string(src)
 	} else {
@@ -90,43 +168,35 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		p.MinSize, errLo = strconv.ParseFloat(lo, 64)
 		p.MaxSize, errHi = strconv.ParseFloat(hi, 64)
 		if !ok || errLo != nil || errHi != nil {
-			fmt.Fprintf(stderr, "learner simulate: -size: want MIN-MAX in MB, got %q\n", *sizeRange)
-			return 2
+			return fail("-size %s: want MIN-MAX in MB", *sizeRange)
 		}
 		var err error
 		if text, err = sim.DefaultText(p); err != nil {
-			fmt.Fprintf(stderr, "learner simulate: %v\n", err)
-			return 2
+			var re *sim.RangeError
+			if errors.As(err, &re) {
+				return fail("-%s %s: want %s", re.Name, re.Got, re.Want)
+			}
+			return fail("%v", err)
 		}
 	}
 	sc, err := sim.Parse(text)
 	if err != nil {
-		fmt.Fprintf(stderr, "learner simulate: %v\n", err)
-		return 2
+		return fail("%v", err)
 	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "duration":
-			sc.Duration = *duration
-		case "pause":
-			sc.Pause = *pause
-		case "session-timeout":
-			sc.SessionTimeout = *session
-		case "probing-interval":
-			sc.ProbingInterval = *probing
-		case "max-warmups":
-			sc.MaxWarmups = *warmups
-		case "leave-deadline":
-			sc.LeaveDeadline = *deadline
-		}
-	})
-	if sc.Duration <= 0 || sc.Pause < 0 || sc.SessionTimeout < 0 || sc.ProbingInterval <= 0 || sc.MaxWarmups < 1 || sc.LeaveDeadline < 0 {
-		fmt.Fprintln(stderr, "learner simulate: -duration and -probing-interval must be positive, -max-warmups at least 1, the others not negative")
-		return 2
+	if err := adjust(sc); err != nil {
+		return flagError(err)
 	}
 	if *print {
 		fmt.Fprint(stdout, text)
 		return 0
+	}
+	// Open the picture's file before the run, so a bad path fails at once.
+	var out *os.File
+	if *svg != "" {
+		if out, err = os.Create(*svg); err != nil {
+			return fail("-svg: %v", err)
+		}
+		defer out.Close()
 	}
 
 	rs, err := sim.RunAll(sc)
@@ -140,13 +210,10 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	sim.WriteTable(stdout, sc, rs)
-	if *svg != "" {
-		f, err := os.Create(*svg)
-		if err == nil {
-			err = sim.WriteSVG(f, rs)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
+	if out != nil {
+		err := sim.WriteSVG(out, rs)
+		if cerr := out.Close(); err == nil {
+			err = cerr
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "learner simulate: %v\n", err)

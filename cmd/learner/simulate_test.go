@@ -20,10 +20,11 @@ func simulate(t *testing.T, args ...string) (stdout, stderr string, code int) {
 
 func TestSimulateDefault(t *testing.T) {
 	out, errs, code := simulate(t)
-	require.Zero(t, code, "learner simulate: exit code; stderr %q", errs)
-	require.Empty(t, errs, "learner simulate: stderr")
-	for _, want := range []string{"96 tasks (16 stateless), 8 members at start", "downtime", "learner (stable)", "learner (eager)", "stop-the-world", "cooperative", "warm-up+probing"} {
-		assert.Contains(t, out, want, "learner simulate: stdout")
+	require.Equal(t, 0, code, "learner simulate: stderr %q", errs)
+	assert.Empty(t, errs)
+	for _, want := range []string{"96 tasks (16 stateless), 8 members at start", "1 standby(s)", "downtime", "cold", "unavoidable", "stateful down",
+		"learner (stable)", "learner (eager)", "stop-the-world", "cooperative", "warm-up+probing", "downtime by cause", "crash"} {
+		assert.Contains(t, out, want)
 	}
 }
 
@@ -32,23 +33,23 @@ func TestSimulateDefault(t *testing.T) {
 // same table.
 func TestSimulatePrintedScenario(t *testing.T) {
 	text, _, code := simulate(t, "-print-scenario", "-members", "6", "-tasks", "20", "-stateless", "4")
-	require.Zero(t, code, "-print-scenario: exit code")
+	require.Equal(t, 0, code)
 	file := filepath.Join(t.TempDir(), "scenario.txt")
 	require.NoError(t, os.WriteFile(file, []byte(text), 0o644))
 	want, _, _ := simulate(t, "-members", "6", "-tasks", "20", "-stateless", "4")
 	got, errs, code := simulate(t, "-scenario", file)
-	assert.Zero(t, code, "-scenario of the printed default: exit code; stderr %q", errs)
-	assert.Equal(t, want, got, "-scenario of the printed default: output, want the default's")
+	assert.Equal(t, 0, code, "stderr %q", errs)
+	assert.Equal(t, want, got, "-scenario of the printed default")
 }
 
 func TestSimulateVerboseAndSVG(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "timeline.svg")
 	out, errs, code := simulate(t, "-members", "4", "-tasks", "6", "-stateless", "1", "-v", "-svg", svg)
-	require.Zero(t, code, "learner simulate -v -svg: exit code; stderr %q", errs)
+	require.Equal(t, 0, code, "stderr %q", errs)
 	for _, want := range []string{
 		"== learner (stable)\n",
 		"\n#Rebalance 1 at 1m0s (S3 joins), leader S1\n",
-		"\tS1(assigned: [T1, T2, T3], revoked: [], learning: [])\n",
+		"\tS1(assigned: [T1, T2, T3], revoked: [], learning: [], standby: [T4, T5], lag: [T4=0, T5=0])\n",
 		"S1 performs task assignments at 1m3s:\n",
 		"Withheld for the follow-up rebalance: ",
 	} {
@@ -56,29 +57,68 @@ func TestSimulateVerboseAndSVG(t *testing.T) {
 	}
 	b, err := os.ReadFile(svg)
 	require.NoError(t, err)
-	assert.True(t, bytes.HasPrefix(b, []byte("<svg ")) && bytes.HasSuffix(b, []byte("</svg>\n")) && bytes.Contains(b, []byte(">S4</text>")),
-		"-svg wrote no complete picture with a row for S4:\n%.300s", b)
+	assert.True(t, bytes.HasPrefix(b, []byte("<svg ")) && bytes.HasSuffix(b, []byte("</svg>\n")), "-svg wrote no complete picture")
+	assert.Contains(t, string(b), ">S4</text>", "-svg: no row for S4")
 }
 
+// TestSimulateStandbysFlag: -standbys 0 gives the figures without standbys.
+func TestSimulateStandbysFlag(t *testing.T) {
+	with, _, code := simulate(t)
+	require.Equal(t, 0, code)
+	without, errs, code := simulate(t, "-standbys", "0")
+	require.Equal(t, 0, code, "stderr %q", errs)
+	assert.Contains(t, without, "0 standby(s)")
+	assert.NotEqual(t, with, without)
+}
+
+func TestSimulateSuite(t *testing.T) {
+	out, errs, code := simulate(t, "-suite", "3", "-seed", "5")
+	require.Equal(t, 0, code, "stderr %q", errs)
+	assert.Contains(t, out, "suite of 3 random scenarios, seed 5: totals per strategy")
+	assert.Contains(t, out, "warm-up+probing")
+}
+
+// TestSimulateBadInput: every bad flag or scenario exits 2 before anything
+// runs, naming the flag (or line) and what it allows.
 func TestSimulateBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.txt")
 	require.NoError(t, os.WriteFile(bad, []byte("duration 1h\ntasks T1 size 5\nmembers S1\nat 1m fly S1\n"), 0o644))
+	late := filepath.Join(dir, "late.txt")
+	require.NoError(t, os.WriteFile(late, []byte("duration 1h\ntasks T1 size 5\nmembers S1 S2\nat 50m crash S1\n"), 0o644))
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"-scenario", bad}, `line 4: unknown event "fly"`},
-		{[]string{"-scenario", bad, "-members", "5"}, "-members shapes the default scenario"},
+		{[]string{"-scenario", bad, "-members", "5"}, "-members shapes the default scenario; it cannot be used with -scenario"},
 		{[]string{"-scenario", filepath.Join(dir, "missing.txt")}, "missing.txt"},
-		{[]string{"-members", "2"}, "at least 4 members"},
-		{[]string{"-size", "big"}, "-size: want MIN-MAX"},
-		{[]string{"-max-warmups", "0"}, "-max-warmups at least 1"},
+		{[]string{"-scenario", late, "-duration", "30m"}, "-duration 30m0s: want at least 50m0s (line 4 of the scenario has a crash event then)"},
+		{[]string{"-members", "1"}, "-members 1: want 4 to 1000"},
+		{[]string{"-tasks", "0"}, "-tasks 0: want 1 to 10000"},
+		{[]string{"-stateless", "200"}, "-stateless 200: want 0 to 96 (the number of tasks)"},
+		{[]string{"-size", "big"}, "-size big: want MIN-MAX in MB"},
+		{[]string{"-size", "9-1"}, "-size 9-1: want MIN-MAX with 0 < MIN <= MAX"},
+		{[]string{"-rate", "-1"}, "-rate -1: want above 0"},
+		{[]string{"-duration", "0s"}, "-duration 0s: want 1s to 1000h0m0s"},
+		{[]string{"-pause", "-3s"}, "-pause -3s: want 0s to 1h0m0s"},
+		{[]string{"-session-timeout", "2h"}, "-session-timeout 2h0m0s: want 0s to 1h0m0s"},
+		{[]string{"-probing-interval", "0s"}, "-probing-interval 0s: want 1s to 1000h0m0s"},
+		{[]string{"-max-warmups", "0"}, "-max-warmups 0: want 1 to 1000"},
+		{[]string{"-leave-deadline", "-1s"}, "-leave-deadline -1s: want 0s to 1000h0m0s"},
+		{[]string{"-standbys", "9"}, "-standbys 9: want 0 to 8"},
+		{[]string{"-replay-lag", "-1s"}, "-replay-lag -1s: want 0s to 1h0m0s"},
+		{[]string{"-handover", "twice"}, `-handover "twice": want one-round, follow-up or withhold`},
+		{[]string{"-suite", "0"}, "-suite 0: want 1 to 10000"},
+		{[]string{"-suite", "2", "-members", "5"}, "-members shapes the default scenario; it cannot be used with -suite"},
+		{[]string{"-suite", "2", "-svg", "x.svg"}, "-svg works on one scenario; it cannot be used with -suite"},
+		{[]string{"-suite", "2", "-pause", "-1s"}, "-pause -1s: want 0s to 1h0m0s"},
+		{[]string{"-svg", filepath.Join(dir, "nonexistent", "x.svg")}, "-svg: open "},
 		{[]string{"-nope"}, "flag provided but not defined"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
 		out, errs, code := simulate(t, tc.args...)
-		assert.Equal(t, 2, code, "learner simulate %v: exit code", tc.args)
+		assert.Equal(t, 2, code, "learner simulate %v: exit code (stderr %q)", tc.args, errs)
 		assert.Empty(t, out, "learner simulate %v: stdout", tc.args)
 		assert.Contains(t, errs, tc.want, "learner simulate %v: stderr", tc.args)
 	}

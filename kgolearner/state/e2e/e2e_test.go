@@ -1,0 +1,42 @@
+package e2e_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/learnerassignor/learner/kgolearner/state/e2e"
+	"github.com/stretchr/testify/require"
+)
+
+// TestScript plays the e2e script at the Small size with every strategy:
+// final counts must be exact, and the learner strategies must restore
+// nothing cold in the planned scale-up and scale-down. The numbers of the
+// issue's size come from "go run ./e2e/measure" (README).
+func TestScript(t *testing.T) {
+	cfg := e2e.Small
+	cfg.Log = t.Logf
+	if testing.Short() {
+		// CI's race run is -short: under the race detector the script
+		// takes about two minutes a strategy on 2 cores. Run it with
+		// go test -race -run TestScript ./e2e.
+		t.Skip("the e2e script is skipped with -short")
+	}
+	for _, s := range e2e.Strategies {
+		t.Run(s.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			res, err := e2e.Run(ctx, cfg, s)
+			require.NoError(t, err)
+			e2e.Table(os.Stdout, []e2e.Result{res})
+			require.True(t, res.Exact, "final counts differ from a sequential count: %v", res.Diff)
+			if !s.Cooperative {
+				// Planned moves go to learners that caught up.
+				for _, p := range res.Phases[:2] {
+					require.Zero(t, p.ColdRestores, "%s: cold restores in %s", s.Name, p.Name)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,49 @@
+// Command measure runs the end-to-end measurement of package e2e with every
+// strategy and prints the table (see the README of kgolearner/state):
+//
+//	go run ./e2e/measure            # the size: 4 members, 48 tasks
+//	go run ./e2e/measure -small     # the size the tests run
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/learnerassignor/learner/kgolearner/state/e2e"
+)
+
+func main() {
+	small := flag.Bool("small", false, "run the small configuration of the tests")
+	keys := flag.Int("keys", 0, "ballast keys per task (0: the configuration's)")
+	only := flag.String("strategy", "", "run only the strategy of this name")
+	flag.Parse()
+	cfg := e2e.Full
+	if *small {
+		cfg = e2e.Small
+	}
+	if *keys > 0 {
+		cfg.KeysPerTask = *keys
+	}
+	start := time.Now()
+	cfg.Log = func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "%6.1fs "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
+	}
+	fmt.Printf("members %d, tasks %d, state %d keys x %d B a task, %d records/s, session %v, leave deadline %v, stalls under %v not counted\n\n",
+		cfg.Members, cfg.Tasks, cfg.KeysPerTask, cfg.ValueBytes, cfg.Rate, cfg.Session, cfg.Deadline, cfg.Grace)
+	var results []e2e.Result
+	for _, s := range e2e.Strategies {
+		if *only != "" && s.Name != *only {
+			continue
+		}
+		res, err := e2e.Run(context.Background(), cfg, s)
+		if err != nil {
+			log.Fatalf("%s: %v", s.Name, err)
+		}
+		results = append(results, res)
+	}
+	e2e.Table(os.Stdout, results)
+}

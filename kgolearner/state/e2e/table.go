@@ -1,0 +1,31 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Table writes results as a Markdown table: a row per strategy and phase.
+func Table(w io.Writer, results []Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
+	fmt.Fprintln(tw, "strategy\tphase\tdowntime (task-s)\tof moved tasks\tmax stall (s)\trestored\treplayed by actives\tcold restores\trebalances\ttook (s)\t")
+	for _, r := range results {
+		for _, p := range append(r.Phases, r.Total) {
+			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%.1f\t\n", r.Strategy.Name, p.Name, secs(p.Downtime), secs(p.MoveDowntime), secs(p.MaxDowntime),
+				p.Restored, p.Replayed, p.ColdRestores, p.Rebalances, secs(p.Took))
+		}
+	}
+	tw.Flush()
+	for _, r := range results {
+		exact := "exact"
+		if !r.Exact {
+			exact = fmt.Sprintf("WRONG (%v)", r.Diff)
+		}
+		fmt.Fprintf(w, "%s: %d input records, final counts %s, %d records processed twice during the script (%d during the start)\n",
+			r.Strategy.Name, r.Records, exact, r.ProcessedTwice, r.ProcessedTwiceAtStart)
+	}
+}
+
+func secs(d time.Duration) float64 { return d.Seconds() }

@@ -1,0 +1,28 @@
+package state_test
+
+import (
+	"fmt"
+
+	"github.com/learnerassignor/learner/kgolearner/state"
+)
+
+// Each stateful subtopology's store has one changelog topic, partition p
+// holding task "<subtopology>_<p>"'s changes.
+func ExampleChangelogTopic() {
+	fmt.Println(state.ChangelogTopic("count", 0))
+	rec := state.ChangelogRecord(state.ChangelogTopic("count", 0), 3, []byte("w7"), []byte{0, 0, 0, 0, 0, 0, 0, 2},
+		map[string]int64{"words": 41})
+	fmt.Printf("%s partition %d, %s: %s\n", rec.Topic, rec.Partition, rec.Headers[0].Key, rec.Headers[0].Value)
+	// Output:
+	// count-0-changelog
+	// count-0-changelog partition 3, learner.position: words=41
+}
+
+// A store's checkpoint names the changelog offset it reached and the input
+// position its state reflects.
+func ExampleCheckpoint_MarshalText() {
+	text, _ := state.Checkpoint{Changelog: 120, Input: map[string]int64{"words": 41}}.MarshalText()
+	fmt.Println(string(text))
+	// Output:
+	// 120;words=41
+}

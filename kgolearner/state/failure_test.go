@@ -1,0 +1,143 @@
+package state_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/learnerassignor/learner/kgolearner/state"
+	"github.com/learnerassignor/learner/kgolearner/state/boltstore"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// runErr waits for a member's Run to return and returns its error.
+func (a *app) runErr(name string) error {
+	a.t.Helper()
+	m := a.members[name]
+	select {
+	case err := <-m.done:
+		m.stop()
+		delete(a.members, name)
+		return err
+	case <-time.After(20 * time.Second):
+		a.t.Fatalf("member %s still runs after 20s", name)
+		return nil
+	}
+}
+
+// A changelog record the runtime did not write stops the member that
+// restores it with an error naming the record, rather than skipping it and
+// losing an update.
+func TestBadChangelogRecord(t *testing.T) {
+	a := newApp(t, nil)
+	a.start("m1", nil)
+	a.produce(0, 60)
+	a.waitProcessed(60)
+	a.crash("m1")
+	cl, err := kgo.NewClient(append(a.opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	require.NoError(t, err)
+	defer cl.Close()
+	topic := state.ChangelogTopic(a.group, 0)
+	res := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Partition: 2, Key: []byte("w2"), Value: []byte("x")})
+	require.NoError(t, res.FirstErr())
+	bad := res[0].Record.Offset
+
+	a.start("m2", nil)
+	err = a.runErr("m2")
+	require.ErrorIs(t, err, state.ErrBadChangelog)
+	require.ErrorContains(t, err, "task 0_2")
+	require.ErrorContains(t, err, topic+" partition 2 offset "+itoa(bad)+": no learner.position header")
+}
+
+// A missing changelog topic is created, compacted, with the input's
+// partitions; one with another partition count is an error.
+func TestChangelogTopic(t *testing.T) {
+	t.Run("Missing", func(t *testing.T) {
+		a := newApp(t, nil)
+		a.start("m1", nil)
+		a.produce(0, 60)
+		a.waitProcessed(60)
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, state.ChangelogTopic(a.group, 0)
+		req.Resources = append(req.Resources, rr)
+		resp, err := req.RequestWith(context.Background(), a.admin())
+		require.NoError(t, err)
+		policy := ""
+		for _, c := range resp.Resources[0].Configs {
+			if c.Name == "cleanup.policy" && c.Value != nil {
+				policy = *c.Value
+			}
+		}
+		require.Equal(t, "compact", policy, "cleanup.policy of the created changelog topic")
+		a.checkCounts()
+	})
+	t.Run("WrongPartitions", func(t *testing.T) {
+		a := newApp(t, nil)
+		create := kmsg.NewPtrCreateTopicsRequest()
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = state.ChangelogTopic(a.group, 0), 3, 1
+		create.Topics = append(create.Topics, ct)
+		_, err := create.RequestWith(context.Background(), a.admin())
+		require.NoError(t, err)
+		a.start("m1", nil)
+		require.ErrorContains(t, a.runErr("m1"), `changelog topic "count-0-changelog" has 3 partitions, its subtopology 6`)
+	})
+}
+
+// A store that cannot open (here: its file held by another process) stops
+// the member with an error naming the file.
+func TestStoreFailsToOpen(t *testing.T) {
+	a := newApp(t, nil)
+	disk := boltstore.Stores{Dir: t.TempDir()}
+	held, err := disk.Open("0_4")
+	require.NoError(t, err)
+	defer held.Close()
+	a.start("m1", disk)
+	err = a.runErr("m1")
+	require.ErrorIs(t, err, state.ErrStore)
+	require.ErrorContains(t, err, "0_4.db: locked by another process")
+}
+
+// A broker that answers nothing for a few seconds costs time, not data:
+// the members ride it out (rejoining if their sessions expired) and the
+// counts stay exact.
+func TestBrokerOutage(t *testing.T) {
+	a := newApp(t, nil)
+	a.start("m1", nil)
+	a.start("m2", nil)
+	a.produce(0, 600)
+	a.waitProcessed(600)
+
+	var down atomic.Bool
+	a.cluster.Control(func(kmsg.Request) (kmsg.Response, error, bool) {
+		a.cluster.KeepControl()
+		if down.Load() {
+			return nil, errors.New("broker unreachable"), true
+		}
+		return nil, nil, false
+	})
+	down.Store(true)
+	for i := 600; i < 1200; i++ {
+		a.prod.Send(i) // buffered until the broker is back
+	}
+	time.Sleep(3 * time.Second)
+	down.Store(false)
+	require.NoError(t, a.prod.Flush())
+	a.waitProcessed(1200)
+	for name, m := range a.members {
+		select {
+		case err := <-m.done:
+			t.Fatalf("member %s stopped: %v", name, err)
+		default:
+		}
+	}
+	a.checkCounts()
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

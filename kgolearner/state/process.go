@@ -1,0 +1,493 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	// pollWait bounds a poll, so that the loop notices Shutdown without
+	// waiting for input. A task that catches up ends the poll at once.
+	pollWait = 100 * time.Millisecond
+	// maxBatch bounds the records of one batch: a batch's writes are
+	// waited for as one, and StopActive waits for the batch in flight.
+	maxBatch = 10_000
+	// commitTimeout bounds a commit; a commit that fails is retried with
+	// the next batch's, and the changelog's positions make up for it.
+	commitTimeout = 10 * time.Second
+)
+
+// markerHeader marks a changelog record that carries only a position: the
+// batch's last records changed no state, yet the position must reach the
+// changelog so that no new owner processes them again.
+const markerHeader = "learner.marker"
+
+// Context is a task's view while Process handles one of its records.
+type Context struct {
+	tb *taskBatch
+}
+
+// Task returns the task's ID.
+func (c *Context) Task() string { return c.tb.t.id }
+
+// Partition returns the task's partition: the partition of its input
+// topics and of its changelog.
+func (c *Context) Partition() int32 { return c.tb.t.partition }
+
+// ErrStateless is returned by Get and Put of a task of a stateless
+// subtopology.
+var ErrStateless = errors.New("state: task is stateless")
+
+// Get returns the value of key in the task's state, including the writes
+// of the batch in progress.
+func (c *Context) Get(key []byte) ([]byte, bool, error) {
+	t := c.tb.t
+	if !t.stateful {
+		return nil, false, fmt.Errorf("state: task %s: %w", t.id, ErrStateless)
+	}
+	if v, ok := c.tb.overlay[string(key)]; ok {
+		return v, v != nil, nil
+	}
+	v, ok, err := t.store.Get(key)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: task %s get: %w", ErrStore, t.id, err)
+	}
+	return v, ok, nil
+}
+
+// Put sets key to value in the task's state; a nil value deletes the key.
+// The change reaches the store once the changelog has acknowledged it.
+func (c *Context) Put(key, value []byte) error {
+	t := c.tb.t
+	if !t.stateful {
+		return fmt.Errorf("state: task %s: %w", t.id, ErrStateless)
+	}
+	key, value = slices.Clone(key), cloneValue(value)
+	c.tb.overlay[string(key)] = value
+	c.tb.changes = append(c.tb.changes, Change{Key: key, Value: value})
+	c.tb.changelog = append(c.tb.changelog, ChangelogRecord(t.changelog, t.partition, key, value, c.tb.pos))
+	return nil
+}
+
+// Delete removes key from the task's state.
+func (c *Context) Delete(key []byte) error { return c.Put(key, nil) }
+
+// Emit produces an output record to rec.Topic, partition rec.Partition (the
+// runtime partitions manually; Partition() is the task's own). Output is
+// acknowledged before the state changes of the same batch are written, so
+// it is produced at least once.
+func (c *Context) Emit(rec *kgo.Record) { c.tb.outputs = append(c.tb.outputs, rec) }
+
+func cloneValue(v []byte) []byte {
+	if v == nil {
+		return nil
+	}
+	return append([]byte{}, v...)
+}
+
+// taskBatch is one task's share of a batch.
+type taskBatch struct {
+	t         *task
+	recs      []*kgo.Record // to process, in order
+	done      []*kgo.Record // processed (not skipped as already in state)
+	skipped   int
+	overlay   map[string][]byte // writes of this batch; nil value: deleted
+	changes   []Change
+	changelog []*kgo.Record
+	outputs   []*kgo.Record
+	pos       map[string]int64 // input position after the record in process
+	marked    bool             // pos reached the changelog with the last record
+}
+
+// pollLoop polls input and processes it batch by batch until ctx is done,
+// Shutdown, or a fatal error.
+func (r *Runtime) pollLoop(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.stop:
+			return nil
+		case err := <-r.fatal:
+			return err
+		default:
+		}
+		pctx, cancel := context.WithTimeout(ctx, pollWait)
+		r.mu.Lock()
+		r.wakePoll = cancel
+		r.mu.Unlock()
+		fs := r.cl.PollRecords(pctx, maxBatch)
+		cancel()
+		if fs.IsClientClosed() {
+			return nil
+		}
+		err := r.step(ctx, fs)
+		r.cl.AllowRebalance()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// step activates caught-up tasks and processes one poll's records.
+func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) error {
+	fs.EachError(func(topic string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			r.observeError(fmt.Errorf("state: fetch %s partition %d: %w", topic, p, err))
+		}
+	})
+	r.activate()
+	batch := r.collect(fs)
+	if len(batch) == 0 {
+		return nil
+	}
+	err := r.process(ctx, batch)
+	if err == nil {
+		err = r.write(ctx, batch)
+	}
+	r.release(batch, err)
+	if errors.Is(err, errWrite) {
+		r.rewind(batch)
+	}
+	switch {
+	case err == nil:
+		r.commit(batch)
+		return nil
+	case ctx.Err() != nil:
+		return nil // stopped mid-batch, as a crash would
+	case errors.Is(err, errWrite):
+		r.observeError(err) // the tasks restore what reached the changelog and go on
+		return nil
+	}
+	return err
+}
+
+// activate starts processing the active tasks that caught up with their
+// changelog. It runs on the poll goroutine, between polls, where kgo allows
+// SetOffsets.
+func (r *Runtime) activate() {
+	r.mu.Lock()
+	var ready []*task
+	for _, t := range r.tasks {
+		if t.role == roleActive && !t.running && t.caughtUp {
+			ready = append(ready, t)
+		}
+	}
+	r.mu.Unlock()
+	for _, t := range ready {
+		t.applyMu.Lock()
+		r.mu.Lock()
+		if t.role == roleActive && !t.running && t.caughtUp {
+			t.running = true
+			t.pos = maps.Clone(t.cp.Input)
+			if t.pos == nil {
+				t.pos = map[string]int64{}
+			}
+			if t.consuming {
+				r.rcl.RemoveConsumePartitions(map[string][]int32{t.changelog: {t.partition}})
+				t.consuming = false
+			}
+			// Fetch from the state's position: kgo may have fetched past
+			// it while the task was not running here (it gave the task
+			// up at a join and got it back, or a write failed). A
+			// partition kgo has yet to assign starts at the committed
+			// offset instead, which is never past the position.
+			seek := map[string]map[int32]kgo.EpochOffset{}
+			for topic := range t.inputs {
+				seek[topic] = map[int32]kgo.EpochOffset{t.partition: {Epoch: -1, Offset: t.pos[topic]}}
+			}
+			r.cl.SetOffsets(seek)
+			r.cl.ResumeFetchPartitions(t.inputs)
+			replayed := t.replayed
+			r.mu.Unlock()
+			t.applyMu.Unlock()
+			if f := r.cfg.Observer.Running; f != nil {
+				f(t.id, replayed)
+			}
+			continue
+		}
+		r.mu.Unlock()
+		t.applyMu.Unlock()
+	}
+}
+
+// collect sorts polled records by task: records of running tasks make the
+// batch; the others (a task catching up with its changelog, or one this
+// member stopped) are dropped, and their partitions rewound to the first
+// dropped record. kgo thus never counts a record as polled that was not
+// processed: whatever offsets it commits for this member (kgolearner
+// commits a stopping task's polled offsets) are processed ones.
+func (r *Runtime) collect(fs kgo.Fetches) []*taskBatch {
+	r.mu.Lock()
+	byTask := map[string]*taskBatch{}
+	rewind := map[string]map[int32]kgo.EpochOffset{}
+	fs.EachRecord(func(rec *kgo.Record) {
+		t := r.tasks[r.byInput[inputKey(rec.Topic, rec.Partition)]]
+		if t != nil && t.running {
+			tb := byTask[t.id]
+			if tb == nil {
+				tb = &taskBatch{t: t, overlay: map[string][]byte{}}
+				byTask[t.id] = tb
+			}
+			tb.recs = append(tb.recs, rec)
+			return
+		}
+		if rewind[rec.Topic] == nil {
+			rewind[rec.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		if eo, ok := rewind[rec.Topic][rec.Partition]; !ok || rec.Offset < eo.Offset {
+			rewind[rec.Topic][rec.Partition] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset}
+		}
+	})
+	batch := slices.SortedFunc(maps.Values(byTask), func(a, b *taskBatch) int { return strings.Compare(a.t.id, b.t.id) })
+	for _, tb := range batch {
+		tb.t.busy = true
+	}
+	r.mu.Unlock()
+	r.cl.SetOffsets(rewind)
+	// Their fetches stop until the task runs: a catching-up task's
+	// partitions may have been resumed by the balancer.
+	paused := map[string][]int32{}
+	for topic, ps := range rewind {
+		for p := range ps {
+			paused[topic] = append(paused[topic], p)
+		}
+	}
+	r.cl.PauseFetchPartitions(paused)
+	return batch
+}
+
+// process runs Process over the batch. It locks every task's store until
+// release: the restore loop must not write a store while its task runs.
+func (r *Runtime) process(ctx context.Context, batch []*taskBatch) error {
+	for _, tb := range batch {
+		t := tb.t
+		t.applyMu.Lock()
+		tb.pos = maps.Clone(t.pos)
+		if tb.pos == nil {
+			tb.pos = map[string]int64{}
+		}
+		for _, rec := range tb.recs {
+			if t.stateful && rec.Offset < tb.pos[rec.Topic] {
+				tb.skipped++ // its effects are in the state already
+				continue
+			}
+			tb.pos[rec.Topic] = rec.Offset + 1
+			n := len(tb.changelog)
+			c := &Context{tb: tb}
+			if err := r.cfg.Process(c, rec); err != nil {
+				return fmt.Errorf("state: task %s: process %s partition %d offset %d: %w", t.id, rec.Topic, rec.Partition, rec.Offset, err)
+			}
+			tb.marked = len(tb.changelog) > n
+			tb.done = append(tb.done, rec)
+		}
+		if t.stateful && len(tb.done) > 0 && !tb.marked {
+			tb.changelog = append(tb.changelog, &kgo.Record{
+				Topic: t.changelog, Partition: t.partition, Key: []byte(positionHeader), Value: []byte{},
+				Headers: []kgo.RecordHeader{{Key: positionHeader, Value: encodePosition(tb.pos)}, {Key: markerHeader}},
+			})
+		}
+	}
+	return nil
+}
+
+// errWrite wraps a failed produce: the batch's tasks restore from their
+// changelog and fetch their input again from the restored position.
+var errWrite = errors.New("state: write")
+
+// write produces the batch's output, then its changelog records, and once
+// both are acknowledged applies the changes to the stores.
+func (r *Runtime) write(ctx context.Context, batch []*taskBatch) error {
+	var outputs, changelog []*kgo.Record
+	for _, tb := range batch {
+		outputs = append(outputs, tb.outputs...)
+		changelog = append(changelog, tb.changelog...)
+	}
+	if err := r.produce(ctx, outputs); err != nil {
+		return fmt.Errorf("%w: output: %w", errWrite, err)
+	}
+	if err := r.produce(ctx, changelog); err != nil {
+		return fmt.Errorf("%w: changelog: %w", errWrite, err)
+	}
+	for _, tb := range batch {
+		t := tb.t
+		if !t.stateful || len(tb.changelog) == 0 {
+			t.pos = tb.pos
+			continue
+		}
+		cp := Checkpoint{Changelog: tb.changelog[len(tb.changelog)-1].Offset + 1, Input: tb.pos}
+		if err := t.store.Apply(tb.changes, cp); err != nil {
+			return fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err)
+		}
+		t.cp, t.pos = Checkpoint{Changelog: cp.Changelog, Input: maps.Clone(cp.Input)}, tb.pos
+	}
+	return nil
+}
+
+// produce produces recs and waits for every acknowledgement.
+func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, rec := range recs {
+		wg.Add(1)
+		r.cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// commitError returns the first partition error of a commit response.
+func commitError(resp *kmsg.OffsetCommitResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s partition %d: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
+}
+
+// release ends the batch: it unlocks the stores, and after a failed write
+// sends the batch's stateful tasks back to catching up from their
+// changelog (which may hold part of the batch).
+func (r *Runtime) release(batch []*taskBatch, err error) {
+	r.mu.Lock()
+	for _, tb := range batch {
+		t := tb.t
+		if err != nil && t.role == roleActive && t.stateful {
+			t.running, t.caughtUp = false, false
+			t.activatedAt, t.replayed = time.Now(), 0
+			r.cl.PauseFetchPartitions(t.inputs)
+		}
+		t.busy = false
+		t.restored = t.cp.Changelog
+	}
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	for _, tb := range batch {
+		tb.t.applyMu.Unlock()
+	}
+	if f := r.cfg.Observer.Processed; f != nil && err == nil {
+		for _, tb := range batch {
+			for _, rec := range tb.done {
+				f(tb.t.id, rec)
+			}
+		}
+	}
+	if err != nil {
+		r.kick()
+	}
+}
+
+// rewind sets the input of a failed batch's tasks back to their state's
+// position, which the changelog holds: kgo counts the batch as polled.
+func (r *Runtime) rewind(batch []*taskBatch) {
+	seek := map[string]map[int32]kgo.EpochOffset{}
+	for _, tb := range batch {
+		if !tb.t.stateful {
+			// No state to hold a position: process the batch again.
+			for _, rec := range tb.recs[:1] {
+				seek[rec.Topic] = map[int32]kgo.EpochOffset{rec.Partition: {Epoch: -1, Offset: rec.Offset}}
+			}
+			continue
+		}
+		t := tb.t
+		t.applyMu.Lock()
+		for topic := range t.inputs {
+			if seek[topic] == nil {
+				seek[topic] = map[int32]kgo.EpochOffset{}
+			}
+			seek[topic][t.partition] = kgo.EpochOffset{Epoch: -1, Offset: t.cp.Input[topic]}
+		}
+		t.applyMu.Unlock()
+	}
+	r.cl.SetOffsets(seek)
+}
+
+// commit queues the batch's input offsets for the commit loop. Committing
+// here would stall every task of the member for the length of each
+// rebalance: kgo blocks commits during its join and sync.
+func (r *Runtime) commit(batch []*taskBatch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, tb := range batch {
+		if tb.t.role != roleActive {
+			continue
+		}
+		for _, rec := range tb.recs {
+			if r.toCommit[rec.Topic] == nil {
+				r.toCommit[rec.Topic] = map[int32]kgo.EpochOffset{}
+			}
+			if eo := r.toCommit[rec.Topic][rec.Partition]; rec.Offset+1 > eo.Offset {
+				r.toCommit[rec.Topic][rec.Partition] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
+			}
+		}
+	}
+	select {
+	case r.kickCommit <- struct{}{}:
+	default:
+	}
+}
+
+// commitLoop commits the queued offsets, the newest per partition, until
+// ctx is done. A failed commit only costs replay: the next owner skips what
+// its state holds.
+func (r *Runtime) commitLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kickCommit:
+		}
+		r.commitQueued(ctx)
+	}
+}
+
+// commitQueued commits the queued offsets of tasks still active here.
+func (r *Runtime) commitQueued(ctx context.Context) {
+	r.mu.Lock()
+	offsets := r.toCommit
+	r.toCommit = map[string]map[int32]kgo.EpochOffset{}
+	for topic, ps := range offsets {
+		for p := range ps {
+			if t := r.tasks[r.byInput[inputKey(topic, p)]]; t == nil || t.role != roleActive {
+				delete(ps, p)
+			}
+		}
+	}
+	r.mu.Unlock()
+	if len(offsets) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	r.cl.CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err == nil {
+			err = commitError(resp)
+		}
+		if err != nil && ctx.Err() == nil {
+			r.observeError(fmt.Errorf("state: commit: %w", err))
+		}
+	})
+}

@@ -1,0 +1,273 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// restoreLoop applies the changelog records the restore client fetches:
+// learners, standbys and active tasks catching up.
+func (r *Runtime) restoreLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		fs := r.rcl.PollRecords(ctx, maxBatch)
+		if fs.IsClientClosed() {
+			return
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			if ctx.Err() == nil {
+				r.observeError(fmt.Errorf("state: restore %s partition %d: %w", topic, p, err))
+			}
+		})
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if t := r.tasks[r.byChangelog[inputKey(p.Topic, p.Partition)]]; t != nil && len(p.Records) > 0 {
+				if err := r.restore(t, p.Records); err != nil {
+					r.fail(err)
+				}
+			}
+		})
+	}
+}
+
+// restore applies changelog records to a task's store, unless the task
+// runs active (its own writes reach its store directly).
+func (r *Runtime) restore(t *task, recs []*kgo.Record) error {
+	t.applyMu.Lock()
+	defer t.applyMu.Unlock()
+	r.mu.Lock()
+	skip, ro := t.running || t.store == nil, t.role
+	r.mu.Unlock()
+	if skip {
+		return nil
+	}
+	cp := Checkpoint{Changelog: t.cp.Changelog, Input: maps.Clone(t.cp.Input)}
+	var changes []Change
+	n := 0
+	for _, rec := range recs {
+		if rec.Offset < cp.Changelog {
+			continue // fetched before the partition was re-added
+		}
+		ch, pos, marker, err := changeOf(rec)
+		if err != nil {
+			return fmt.Errorf("state: task %s: %w", t.id, err)
+		}
+		if !marker {
+			changes = append(changes, ch)
+		}
+		cp.Input, cp.Changelog = pos, rec.Offset+1
+		n++
+	}
+	if n > 0 {
+		if err := t.store.Apply(changes, cp); err != nil {
+			return fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err)
+		}
+		t.cp = cp
+	}
+	r.mu.Lock()
+	t.restored = cp.Changelog
+	if ro == roleActive {
+		t.replayed += int64(n)
+	}
+	r.checkCaughtUp(t)
+	r.mu.Unlock()
+	if f := r.cfg.Observer.Restored; f != nil && n > 0 {
+		f(t.id, ro.String(), n)
+	}
+	return nil
+}
+
+func (ro role) String() string {
+	switch ro {
+	case roleActive:
+		return "active"
+	case roleLearner:
+		return "learner"
+	case roleStandby:
+		return "standby"
+	}
+	return "none"
+}
+
+// checkCaughtUp marks an active task caught up once it restored up to an
+// end offset listed after it became active: its previous owner stopped
+// writing before that. r.mu is held.
+func (r *Runtime) checkCaughtUp(t *task) {
+	if t.role == roleActive && !t.running && !t.caughtUp && !t.endAt.Before(t.activatedAt) && t.restored >= t.end {
+		t.caughtUp = true
+		if r.wakePoll != nil {
+			r.wakePoll() // the poll loop activates it
+		}
+	}
+}
+
+// prioritize pauses the restores of learners and standbys while an active
+// task catches up, as Kafka Streams pauses standbys: the active task's
+// input waits for its restore, theirs does not. r.mu is held.
+func (r *Runtime) prioritize() {
+	background, urgent := map[string][]int32{}, map[string][]int32{}
+	for _, t := range r.tasks {
+		switch {
+		case !t.consuming:
+		case t.role == roleActive:
+			urgent[t.changelog] = append(urgent[t.changelog], t.partition)
+		default:
+			background[t.changelog] = append(background[t.changelog], t.partition)
+		}
+	}
+	// A partition paused as a learner's stays paused when its task turns
+	// active: resume the urgent ones whatever they were.
+	r.rcl.ResumeFetchPartitions(urgent)
+	if len(urgent) > 0 {
+		r.rcl.PauseFetchPartitions(background)
+	} else {
+		r.rcl.ResumeFetchPartitions(background)
+	}
+}
+
+// missingTopicTimeout is how long a changelog topic may stay unknown
+// before the runtime gives up.
+const missingTopicTimeout = 10 * time.Second
+
+// lagLoop keeps the restore client's partitions in line with the tasks'
+// roles, lists changelog end offsets, reports lags and readiness, and
+// finds the active tasks that caught up.
+func (r *Runtime) lagLoop(ctx context.Context) {
+	tick := time.NewTicker(r.cfg.LagInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-r.kickLag:
+		}
+		if err := r.refreshLags(ctx); err != nil && ctx.Err() == nil {
+			r.observeError(err)
+		}
+	}
+}
+
+func (r *Runtime) refreshLags(ctx context.Context) error {
+	listed := time.Now()
+	parts := map[string][]int32{}
+	before := map[string]int64{} // restored offsets before the listing
+	r.mu.Lock()
+	add := map[string]map[int32]kgo.Offset{}
+	remove := map[string][]int32{}
+	for _, t := range r.tasks {
+		switch want := t.restoring(); {
+		case want && !t.consuming:
+			if add[t.changelog] == nil {
+				add[t.changelog] = map[int32]kgo.Offset{}
+			}
+			add[t.changelog][t.partition] = kgo.NewOffset().At(t.restored)
+		case !want && t.consuming:
+			remove[t.changelog] = append(remove[t.changelog], t.partition)
+		}
+		t.consuming = t.restoring()
+		if t.opened && !t.running {
+			parts[t.changelog] = append(parts[t.changelog], t.partition)
+			before[t.id] = t.restored
+		}
+	}
+	r.rcl.RemoveConsumePartitions(remove)
+	r.rcl.AddConsumePartitions(add)
+	r.prioritize()
+	r.mu.Unlock()
+	if len(parts) == 0 {
+		return nil
+	}
+	ends, err := EndOffsets(ctx, r.rcl, parts)
+	switch {
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		// Just created (metadata takes a moment to list a new topic), or
+		// deleted under the running application: then the state it held
+		// is not durable any more, and recreating the topic would hide
+		// that.
+		if r.missingSince.IsZero() {
+			r.missingSince = listed
+		}
+		if listed.Sub(r.missingSince) > missingTopicTimeout {
+			r.fail(fmt.Errorf("state: changelog topic missing for %v: %w", missingTopicTimeout, err))
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("state: changelog end offsets: %w", err)
+	}
+	r.missingSince = time.Time{}
+	lags := map[string]int64{}
+	var ready, ahead []*task
+	r.mu.Lock()
+	for topic, ps := range parts {
+		for _, p := range ps {
+			t := r.tasks[r.byChangelog[inputKey(topic, p)]]
+			end, ok := ends[topic][p]
+			if !ok || t.running {
+				continue
+			}
+			t.end, t.endAt = end, listed
+			if before[t.id] > end {
+				// The end grows, so it can only be below what the store
+				// held before the listing if the changelog lost records.
+				ahead = append(ahead, t)
+				continue
+			}
+			lags[t.id] = max(0, end-t.restored)
+			if t.role == roleLearner && !t.ready && lags[t.id] <= r.cfg.Options.AcceptableLag {
+				t.ready = true
+				ready = append(ready, t)
+			}
+			r.checkCaughtUp(t)
+		}
+	}
+	r.mu.Unlock()
+	for _, t := range ahead {
+		if err := r.reset(t); err != nil {
+			r.fail(err)
+		}
+	}
+	if r.cfg.Cooperative {
+		return nil
+	}
+	for _, id := range slices.Sorted(maps.Keys(lags)) {
+		r.topo.SetLag(id, lags[id])
+	}
+	for _, t := range ready {
+		r.topo.Ready(t.id)
+	}
+	return nil
+}
+
+// reset clears a store that is ahead of its changelog (the topic was
+// recreated, or truncated): the state restores again from the start.
+func (r *Runtime) reset(t *task) error {
+	t.applyMu.Lock()
+	r.mu.Lock()
+	if t.running || t.store == nil {
+		r.mu.Unlock()
+		t.applyMu.Unlock()
+		return nil
+	}
+	was, end := t.restored, t.end
+	err := t.store.Clear()
+	if err == nil {
+		t.cp, t.restored = Checkpoint{}, 0
+		if t.consuming {
+			r.rcl.RemoveConsumePartitions(map[string][]int32{t.changelog: {t.partition}})
+			t.consuming = false
+		}
+	}
+	r.mu.Unlock()
+	t.applyMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: task %s clear: %w", ErrStore, t.id, err)
+	}
+	r.observeError(fmt.Errorf("state: task %s: store at changelog offset %d, past the changelog's end %d: restoring from the start", t.id, was, end))
+	return nil
+}

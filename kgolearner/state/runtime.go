@@ -1,0 +1,525 @@
+// Package state is a stateful stream-processing runtime on top of
+// kgolearner: it keeps each stateful task's state in a local Store backed by
+// a changelog topic, restores learners and standbys from the changelog,
+// reports their lag and readiness to the learner protocol, and hands tasks
+// over with their state.
+//
+// # Guarantees
+//
+// Every changelog record carries the task's input position once its input
+// record was processed (the "learner.position" header), and a store applies
+// changes and that position atomically. A task's state therefore always
+// names the input it reflects, whatever offsets the group committed: a new
+// owner skips the input its restored state already holds, so state is
+// exactly once across hand-overs and crashes, and output at least once. An
+// active task, per batch, produces its output, then its changelog records,
+// and applies them to its store once the changelog has acknowledged them;
+// only then does it commit its input offsets. Offsets are thus a lower
+// bound that saves replay, never the source of truth.
+//
+// # Roles
+//
+// The protocol's roles map to the runtime as follows. An active task first
+// replays the rest of its changelog (nothing for a promoted learner that was
+// caught up, everything for a cold start), then processes its input, whose
+// fetching is paused meanwhile. A learner or standby replays the changelog
+// with a direct-assignment consumer of its own; the runtime reports its lag
+// (changelog end offset minus restored offset) with every join, and calls
+// Ready for a learner whose lag is at most Options.AcceptableLag. A
+// standby that becomes a learner, and a learner that becomes active, keep
+// their store and replay only what they miss.
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Processor processes one input record of a task: it reads and writes the
+// task's state and emits output through ctx. An error stops the runtime.
+type Processor func(ctx *Context, rec *kgo.Record) error
+
+// Config configures a Runtime.
+type Config struct {
+	// Group is the consumer group; changelog topics are named after it
+	// (ChangelogTopic).
+	Group string
+	// Subtopologies, Options and Policy are kgolearner's; every stateful
+	// subtopology gets one store per task and one changelog topic.
+	Subtopologies []kgolearner.Subtopology
+	Options       learner.Options
+	Policy        learner.RejoinPolicy
+	// Stores opens the tasks' stores; nil means a MemoryStores of the
+	// runtime's own.
+	Stores Stores
+	// Process processes input records.
+	Process Processor
+	// ClientOpts are extra kgo options for the runtime's clients (brokers,
+	// timeouts, logging).
+	ClientOpts []kgo.Opt
+	// Cooperative runs the same application on kgo's
+	// CooperativeStickyBalancer instead of the learner protocol, for
+	// comparison: no learners or standbys, so a moved task restores its
+	// state cold. Subtopologies must then have one topic each, since that
+	// balancer does not co-partition.
+	Cooperative bool
+	// LagInterval is how often the runtime lists changelog end offsets to
+	// update lags and readiness; zero means 100ms.
+	LagInterval time.Duration
+	// Observer receives events; every field is optional.
+	Observer Observer
+}
+
+// Observer receives a runtime's events. Callbacks run on the runtime's
+// goroutines, without its locks held (they may call Status), and should
+// return quickly: they delay processing or restoring.
+type Observer struct {
+	// Processed reports an input record whose effects are durable (its
+	// changelog records and output are acknowledged).
+	Processed func(task string, rec *kgo.Record)
+	// Running reports that an active task caught up with its changelog and
+	// processes input; replayed is the changelog records it restored
+	// since it became active (zero for a promoted, caught-up learner).
+	Running func(task string, replayed int64)
+	// Restored reports changelog records applied to a task's store by a
+	// task in role "learner", "standby" or "active" (catching up).
+	Restored func(task, role string, records int)
+	// Rebalanced reports a rebalance computed by this member as leader.
+	Rebalanced func()
+	// Error reports a transient error the runtime recovers from.
+	Error func(error)
+}
+
+// Runtime runs one member of a stateful application.
+type Runtime struct {
+	cfg    Config
+	topo   *kgolearner.Balancer // topology, and the group balancer unless Cooperative
+	cl     *kgo.Client          // group member: input, output, changelog writes
+	rcl    *kgo.Client          // direct consumer of changelog partitions
+	stores Stores
+
+	mu          sync.Mutex
+	cond        *sync.Cond
+	tasks       map[string]*task
+	byInput     map[string]string  // "topic/partition" -> task
+	byChangelog map[string]string  // "changelog/partition" -> task
+	wakePoll    context.CancelFunc // ends the poll in progress
+
+	kickLag      chan struct{}
+	kickCommit   chan struct{}
+	toCommit     map[string]map[int32]kgo.EpochOffset // offsets for the commit loop
+	missingSince time.Time                            // lag loop: when a changelog topic went missing
+	stopOnce     sync.Once
+	stop         chan struct{} // closed by Shutdown: Run returns
+	fatal        chan error
+}
+
+// restoreFetchBytes caps a restore fetch.
+const restoreFetchBytes = 256 << 10
+
+// ErrStore wraps an error from a task's store.
+var ErrStore = errors.New("state: store")
+
+// New builds a runtime. Run starts it.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Process == nil {
+		return nil, errors.New("state: Config.Process is nil")
+	}
+	if cfg.Group == "" {
+		return nil, errors.New("state: Config.Group is empty")
+	}
+	if cfg.LagInterval <= 0 {
+		cfg.LagInterval = 100 * time.Millisecond
+	}
+	r := &Runtime{cfg: cfg, stores: cfg.Stores, tasks: map[string]*task{}, byInput: map[string]string{}, byChangelog: map[string]string{},
+		kickLag: make(chan struct{}, 1), kickCommit: make(chan struct{}, 1), toCommit: map[string]map[int32]kgo.EpochOffset{}, stop: make(chan struct{}), fatal: make(chan error, 1)}
+	if r.stores == nil {
+		r.stores = &MemoryStores{}
+	}
+	r.cond = sync.NewCond(&r.mu)
+	hooks := kgolearner.Hooks{
+		StartActive:   r.startActive,
+		StopActive:    r.stopActive,
+		LoseActive:    r.dropActive,
+		StartLearning: func(t string) { r.setRole(t, roleLearner) },
+		StopLearning:  func(t string) { r.setRole(t, roleNone) },
+		StartStandby:  func(t string) { r.setRole(t, roleStandby) },
+		StopStandby:   func(t string) { r.setRole(t, roleNone) },
+		Shutdown:      r.Shutdown,
+		Rebalanced: func(kgolearner.Round) {
+			if f := cfg.Observer.Rebalanced; f != nil {
+				f()
+			}
+		},
+	}
+	b, err := kgolearner.New(kgolearner.Config{Subtopologies: cfg.Subtopologies, Options: cfg.Options, Policy: cfg.Policy, Hooks: hooks})
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	r.topo = b
+	for i, sub := range cfg.Subtopologies {
+		if cfg.Cooperative && len(sub.Topics) != 1 {
+			return nil, fmt.Errorf("state: subtopology %d has %d input topics; Cooperative needs one", i, len(sub.Topics))
+		}
+		for p := range sub.Partitions {
+			id := taskID(i, p)
+			t := &task{id: id, stateful: sub.Stateful, partition: p, inputs: b.Partitions(id)}
+			if sub.Stateful {
+				t.changelog = ChangelogTopic(cfg.Group, i)
+				r.byChangelog[inputKey(t.changelog, p)] = id
+			}
+			for _, topic := range sub.Topics {
+				r.byInput[inputKey(topic, p)] = id
+			}
+			r.tasks[id] = t
+		}
+	}
+	return r, nil
+}
+
+// clientOpts returns the options of the group member's client.
+func (r *Runtime) clientOpts() []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.ConsumerGroup(r.cfg.Group),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.DisableAutoCommit(),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	}
+	if r.cfg.Cooperative {
+		opts = append(opts,
+			kgo.ConsumeTopics(topicsOf(r.cfg.Subtopologies)...),
+			kgo.Balancers(countingBalancer{kgo.CooperativeStickyBalancer(), r.cfg.Observer.Rebalanced}),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { r.eachTask(ps, r.startActive) }),
+			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { r.eachTask(ps, r.dropActive) }),
+			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { r.eachTask(ps, r.dropActive) }),
+		)
+	} else {
+		opts = append(opts, r.topo.Opts()...)
+	}
+	return slices.Concat(r.cfg.ClientOpts, opts)
+}
+
+// Run runs the member until ctx is done, Leave has handed its tasks over,
+// or a fatal error (a store that fails, a bad changelog record, an error of
+// Process). It creates the changelog topics that are missing, opens the
+// stores left from an earlier run and reports their lag at the first join.
+// Cancelling ctx stops at once, abandoning the batch in flight as a crash
+// would; call Leave for an orderly hand-over. A Runtime runs once.
+func (r *Runtime) Run(ctx context.Context) (err error) {
+	// The restore client's defaults come first, so ClientOpts may change
+	// them. A short metadata age lists a changelog topic just created in
+	// about a second rather than kgo's default five. Fetches are capped
+	// well below kgo's 50 MB: a restore then shares the broker with the
+	// active tasks' writes in small slices instead of holding it for one
+	// huge response (on the in-process kfake, a 50 MB restore fetch stalled
+	// every member's processing for its whole duration).
+	r.rcl, err = kgo.NewClient(slices.Concat([]kgo.Opt{kgo.MetadataMinAge(time.Second),
+		kgo.FetchMaxBytes(restoreFetchBytes), kgo.FetchMaxPartitionBytes(restoreFetchBytes / 4)},
+		r.cfg.ClientOpts, []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{})})...)
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	defer r.rcl.Close()
+	if err := ensureTopics(ctx, r.rcl, r.changelogPartitions()); err != nil {
+		return err
+	}
+	if err := r.openLocal(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.cl, err = kgo.NewClient(r.clientOpts()...)
+	r.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	if !r.cfg.Cooperative {
+		r.topo.Bind(r.cl)
+	}
+	loops, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { r.restoreLoop(loops) })
+	wg.Go(func() { r.lagLoop(loops) })
+	wg.Go(func() { r.commitLoop(loops) })
+	err = r.pollLoop(ctx)
+	if ctx.Err() == nil {
+		r.commitQueued(ctx) // an orderly stop commits what it processed
+	}
+	r.cl.Close() // leaves the group
+	cancel()
+	wg.Wait()
+	r.closeStores()
+	return err
+}
+
+// Leave hands the member's tasks over and then makes Run return: with the
+// learner protocol, its tasks go to learners on the other members first
+// (until deadline, if not zero; see kgolearner.Balancer.Leave); with
+// Cooperative, it leaves the group at once.
+func (r *Runtime) Leave(deadline time.Time) {
+	if r.cfg.Cooperative {
+		r.Shutdown()
+		return
+	}
+	r.topo.Leave(deadline)
+}
+
+// Shutdown makes Run return after the batch in flight, leaving the group
+// without a hand-over.
+func (r *Runtime) Shutdown() { r.stopOnce.Do(func() { close(r.stop) }) }
+
+// fail stops the runtime with err; the first error wins.
+func (r *Runtime) fail(err error) {
+	select {
+	case r.fatal <- err:
+	default:
+	}
+}
+
+func (r *Runtime) observeError(err error) {
+	if f := r.cfg.Observer.Error; f != nil {
+		f(err)
+	}
+}
+
+// changelogPartitions returns the partition count of every changelog topic.
+func (r *Runtime) changelogPartitions() map[string]int32 {
+	out := map[string]int32{}
+	for i, s := range r.cfg.Subtopologies {
+		if s.Stateful {
+			out[ChangelogTopic(r.cfg.Group, i)] = s.Partitions
+		}
+	}
+	return out
+}
+
+// openLocal opens the stores the member kept from an earlier run and
+// reports their lag, so that the first join already tells the leader.
+func (r *Runtime) openLocal(ctx context.Context) error {
+	ids, err := r.stores.Local()
+	if err != nil {
+		return fmt.Errorf("%w: list local stores: %w", ErrStore, err)
+	}
+	slices.Sort(ids)
+	parts := map[string][]int32{}
+	for _, id := range ids {
+		t := r.tasks[id]
+		if t == nil || !t.stateful {
+			continue // state of a topology this member no longer runs
+		}
+		if err := r.open(t); err != nil {
+			return err
+		}
+		parts[t.changelog] = append(parts[t.changelog], t.partition)
+	}
+	if len(parts) == 0 || r.cfg.Cooperative {
+		return nil
+	}
+	ends, err := EndOffsets(ctx, r.rcl, parts)
+	if err != nil {
+		return fmt.Errorf("state: changelog end offsets: %w", err)
+	}
+	for _, id := range ids {
+		if t := r.tasks[id]; t != nil && t.stateful {
+			r.topo.SetLag(id, max(0, ends[t.changelog][t.partition]-t.restored))
+		}
+	}
+	return nil
+}
+
+// open opens the task's store, once.
+func (r *Runtime) open(t *task) error {
+	t.applyMu.Lock()
+	defer t.applyMu.Unlock()
+	if t.store != nil || !t.stateful {
+		return nil
+	}
+	s, err := r.stores.Open(t.id)
+	if err != nil {
+		return fmt.Errorf("%w: open task %s: %w", ErrStore, t.id, err)
+	}
+	cp, err := s.Checkpoint()
+	if err != nil {
+		s.Close()
+		return fmt.Errorf("%w: task %s checkpoint: %w", ErrStore, t.id, err)
+	}
+	t.store, t.cp = s, cp
+	r.mu.Lock()
+	t.opened, t.restored = true, cp.Changelog
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Runtime) closeStores() {
+	for _, t := range r.tasks {
+		t.applyMu.Lock()
+		if t.store != nil {
+			if err := t.store.Close(); err != nil {
+				r.observeError(fmt.Errorf("%w: close task %s: %w", ErrStore, t.id, err))
+			}
+			t.store = nil
+		}
+		t.applyMu.Unlock()
+	}
+}
+
+// startActive is the StartActive hook: a stateful task replays the rest of
+// its changelog, its input paused, before it processes input.
+func (r *Runtime) startActive(id string) {
+	t := r.tasks[id]
+	if t == nil {
+		return
+	}
+	if err := r.open(t); err != nil {
+		r.fail(err)
+		return
+	}
+	r.mu.Lock()
+	t.role, t.running, t.caughtUp = roleActive, !t.stateful, false
+	t.activatedAt, t.replayed = time.Now(), 0
+	if t.stateful {
+		r.cl.PauseFetchPartitions(t.inputs)
+	} else {
+		r.cl.ResumeFetchPartitions(t.inputs)
+	}
+	r.mu.Unlock()
+	r.kick()
+}
+
+// stopActive is the StopActive hook (and, through dropActive, LoseActive
+// and the Cooperative revoke callbacks). It waits for the task's batch in
+// flight to be acknowledged and applied, so that its store and changelog
+// hold everything it processed, and returns nil: kgolearner then commits
+// the offsets kgo counts as polled, which are processed ones (collect gives
+// the others back). It never commits itself, so it cannot block on kgo's
+// commit lock whatever goroutine calls it.
+func (r *Runtime) stopActive(id string) error {
+	t := r.tasks[id]
+	if t == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for t.busy {
+		r.cond.Wait()
+	}
+	if t.role == roleActive {
+		t.role = roleNone
+	}
+	t.running, t.caughtUp = false, false
+	r.cl.PauseFetchPartitions(t.inputs)
+	return nil
+}
+
+// dropActive is stopActive for callbacks that take no error.
+func (r *Runtime) dropActive(id string) { _ = r.stopActive(id) }
+
+// setRole is the hook of a learner or standby starting (role) or stopping
+// (roleNone).
+func (r *Runtime) setRole(id string, ro role) {
+	t := r.tasks[id]
+	if t == nil || !t.stateful {
+		return
+	}
+	if ro != roleNone {
+		if err := r.open(t); err != nil {
+			r.fail(err)
+			return
+		}
+	}
+	r.mu.Lock()
+	switch {
+	case ro != roleNone:
+		t.role, t.ready = ro, false
+	case t.role == roleLearner || t.role == roleStandby:
+		t.role = roleNone
+	}
+	r.mu.Unlock()
+	r.kick()
+}
+
+// eachTask calls fn for the tasks of partitions (Cooperative's callbacks).
+func (r *Runtime) eachTask(partitions map[string][]int32, fn func(string)) {
+	var ids []string
+	for topic, ps := range partitions {
+		for _, p := range ps {
+			if id, ok := r.byInput[inputKey(topic, p)]; ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
+		fn(id)
+	}
+}
+
+// kick makes the lag loop run now.
+func (r *Runtime) kick() {
+	select {
+	case r.kickLag <- struct{}{}:
+	default:
+	}
+}
+
+func taskID(sub int, partition int32) string { return fmt.Sprintf("%d_%d", sub, partition) }
+
+func inputKey(topic string, partition int32) string { return fmt.Sprintf("%s/%d", topic, partition) }
+
+func topicsOf(subs []kgolearner.Subtopology) []string {
+	var out []string
+	for _, s := range subs {
+		out = append(out, s.Topics...)
+	}
+	return out
+}
+
+// countingBalancer reports every rebalance its member leads.
+type countingBalancer struct {
+	kgo.GroupBalancer
+	rebalanced func()
+}
+
+func (c countingBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	if c.rebalanced != nil {
+		c.rebalanced()
+	}
+	return c.GroupBalancer.MemberBalancer(members)
+}
+
+// Status is what a member does with its tasks.
+type Status struct {
+	// Active lists the tasks it processes, Restoring those of them still
+	// catching up with their changelog; Learning and Standby the tasks it
+	// replays beside their owners. Each in task order.
+	Active, Restoring, Learning, Standby []string
+}
+
+// Status returns what the member does now.
+func (r *Runtime) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var s Status
+	for _, t := range r.topo.Tasks() {
+		switch rt := r.tasks[t.ID]; rt.role {
+		case roleActive:
+			s.Active = append(s.Active, t.ID)
+			if !rt.running {
+				s.Restoring = append(s.Restoring, t.ID)
+			}
+		case roleLearner:
+			s.Learning = append(s.Learning, t.ID)
+		case roleStandby:
+			s.Standby = append(s.Standby, t.ID)
+		}
+	}
+	return s
+}

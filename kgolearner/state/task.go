@@ -1,0 +1,52 @@
+package state
+
+import (
+	"sync"
+	"time"
+)
+
+// role is what the member does with a task.
+type role int
+
+const (
+	roleNone    role = iota // no role; the store, if open, stays for later
+	roleActive              // active: restoring the rest (activating), then running
+	roleLearner             // replaying beside the owner, to take the task over
+	roleStandby             // replaying beside the owner, to take over after a crash
+)
+
+// task is the member's state of one task.
+type task struct {
+	id        string
+	stateful  bool
+	partition int32
+	changelog string             // changelog topic (stateful tasks)
+	inputs    map[string][]int32 // input topic -> the task's partition
+
+	// Guarded by Runtime.mu.
+	role        role
+	running     bool      // active and caught up: its input is processed
+	busy        bool      // in the batch the poll loop is writing
+	consuming   bool      // its changelog partition is in the restore client
+	end         int64     // changelog end offset, as last listed
+	endAt       time.Time // when end was listed
+	activatedAt time.Time // when it last became active
+	ready       bool      // Ready reported in this learning session
+	replayed    int64     // changelog records restored since activatedAt
+	caughtUp    bool      // activating and restored up to an end listed after activatedAt
+	opened      bool      // store is open
+	restored    int64     // the store's checkpoint: next changelog offset
+
+	// applyMu guards the store, cp and pos: the restore loop and the poll
+	// loop both write the store.
+	applyMu sync.Mutex
+	store   Store
+	cp      Checkpoint
+	pos     map[string]int64 // next input offset to process, by topic (running tasks)
+}
+
+// restoring reports whether the restore client should consume the task's
+// changelog partition.
+func (t *task) restoring() bool {
+	return t.stateful && t.opened && (t.role == roleLearner || t.role == roleStandby || (t.role == roleActive && !t.running))
+}
