@@ -216,6 +216,7 @@ func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learn
 			Learning: slices.Clone(as.Learning), Learned: slices.Clone(as.Learned), Standby: slices.Clone(as.Standby)}
 	}
 	deferred := make([]deferral, len(b.topo.tasks))
+	touched := map[int]bool{} // members whose lists a deferral changed
 	for i, as := range out {
 		for _, id := range as.Assigned {
 			t := b.topo.index[id]
@@ -225,6 +226,7 @@ func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learn
 				continue
 			}
 			deferred[t] = withheld
+			touched[i] = true
 			to := &sent[i]
 			to.Assigned = remove(to.Assigned, id)
 			to.Learned = remove(to.Learned, id)
@@ -238,6 +240,7 @@ func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learn
 				continue
 			}
 			deferred[t] = kept
+			touched[j] = true
 			from := &sent[j]
 			from.Assigned = append(from.Assigned, id)
 			from.Learned = append(from.Learned, id)
@@ -245,7 +248,10 @@ func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learn
 			from.Standby = remove(from.Standby, id)
 		}
 	}
-	for i := range sent {
+	// Assign's lists are in topology order; only the ones a deferral
+	// appended to need sorting again (a sort is two map lookups a
+	// comparison, for every list of every member otherwise).
+	for i := range touched {
 		for _, l := range []*[]string{&sent[i].Assigned, &sent[i].Learning, &sent[i].Learned} {
 			b.sort(*l)
 		}

@@ -34,6 +34,7 @@ type slot struct {
 	done    bool          // restored: have == the task's size
 	since   time.Duration // when have was last brought up to date
 	gen     uint64        // bumped to cancel a scheduled restore completion
+	caught  time.Duration // when it caught up (done), for hand-over waits
 }
 
 type member struct {
@@ -138,6 +139,9 @@ func run(sc *Scenario, s Strategy) (*Result, error) {
 	}
 	e.integrate(sc.Duration)
 	e.now = sc.Duration
+	if _, ok := e.strat.(rebalanceFree); !ok {
+		e.res.Metrics.Messages += int(e.res.Metrics.MemberTime / classicHeartbeat)
+	}
 	e.res.Timeline.End = sc.Duration
 	return &e.res, nil
 }
@@ -339,10 +343,22 @@ func (e *engine) depart(m *member, why string) {
 	e.requestRebalance(m.id + " " + why)
 }
 
+// rebalanceFree is implemented by a strategy that never rebalances (the
+// coordinator): the engine then starts no rebalance, and the strategy counts
+// its own messages.
+type rebalanceFree interface{ rebalanceFree() }
+
+// classicHeartbeat is the rebalancing strategies' heartbeat interval, Kafka's
+// heartbeat.interval.ms default: every member sends one so often.
+const classicHeartbeat = 3 * time.Second
+
 // requestRebalance asks for a rebalance. It starts once everything else
 // happening at this instant is done (so members joining together join one
 // rebalance), or after the rebalance under way.
 func (e *engine) requestRebalance(reason string) {
+	if _, ok := e.strat.(rebalanceFree); ok {
+		return
+	}
 	e.reasons = append(e.reasons, reason)
 	e.scheduleStart()
 }
@@ -378,6 +394,7 @@ func (e *engine) startRebalance(reasons []string) {
 	}
 	e.rebalancing = true
 	e.res.Metrics.Rebalances++
+	e.res.Metrics.Messages += 2 * len(group) // JoinGroup and SyncGroup
 	r := Round{Start: e.now, Reasons: reasons}
 	leader := e.leader()
 	if leader != nil {
@@ -446,9 +463,12 @@ func (e *engine) setRoles(m *member, a learner.Assignment) {
 		case act[t]:
 			s.role, s.stopped = active, false
 			if was != active {
-				e.takeOver(m, t, s)
+				e.takeOver(m, t, s, was)
 			}
 		case lrn[t]:
+			if was != learning && s.done {
+				s.caught = e.now // a standby turned learner is caught up from now on
+			}
 			s.role, s.stopped = learning, false
 		default:
 			s.role, s.stopped = standby, false
@@ -460,7 +480,7 @@ func (e *engine) setRoles(m *member, a learner.Assignment) {
 // takeOver makes m the active owner of t, whose local state on m is s:
 // counted as a move when another member ran it last, as a cold hand-over
 // when s has not caught up. A caught-up copy still replays its ReplayLag.
-func (e *engine) takeOver(m *member, t int, s *slot) {
+func (e *engine) takeOver(m *member, t int, s *slot, was role) {
 	last := e.lastOwner[t]
 	if last >= 0 && last != m.idx {
 		e.res.Metrics.Moves++
@@ -468,6 +488,12 @@ func (e *engine) takeOver(m *member, t int, s *slot) {
 	e.lastOwner[t] = m.idx
 	if e.size[t] == 0 {
 		return
+	}
+	if s.done && was == learning {
+		mt := &e.res.Metrics
+		mt.WarmHandovers++
+		mt.HandoverWait += e.now - s.caught
+		mt.HandoverWaitMax = max(mt.HandoverWaitMax, e.now-s.caught)
 	}
 	if !s.done {
 		e.res.Metrics.Cold++
@@ -565,7 +591,7 @@ func (e *engine) schedule(m *member, t int) {
 		if s.gen != gen || m.slots[t] != s {
 			return
 		}
-		s.have, s.done, s.since = e.size[t], true, e.now
+		s.have, s.done, s.since, s.caught = e.size[t], true, e.now, e.now
 		if s.role == learning {
 			e.strat.restored(m, t)
 		}
@@ -588,6 +614,9 @@ func (e *engine) integrate(to time.Duration) {
 	mt := &e.res.Metrics
 	procs := e.processing()
 	for _, m := range e.members {
+		if m.alive && m.inGroup {
+			mt.MemberTime += dt
+		}
 		for t, s := range m.slots {
 			if s == nil || !m.alive {
 				continue

@@ -32,7 +32,7 @@ func WriteTable(w io.Writer, sc *Scenario, rs []*Result) {
 // cold hand-overs and the downtime by cause.
 func writeMetrics(w io.Writer, names []string, ms []Metrics) {
 	// Names are padded by hand: tabwriter aligns every column one way.
-	name := func(s string) string { return fmt.Sprintf("%-16s", s) }
+	name := func(s string) string { return fmt.Sprintf("%-21s", s) }
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\tdowntime\tstateful down\trebalances\tmoves\tduplicate\tunbalanced\tlongest\tpeak load\t\n", name("strategy"))
 	fmt.Fprintf(tw, "%s\ttask-s\ttask-s\t\t\ttask-s\ts\ts\tactive/all\t\n", name(""))
@@ -55,6 +55,22 @@ func writeMetrics(w io.Writer, names []string, ms []Metrics) {
 			fmt.Fprintf(tw, "\t%.0f", m.DowntimeBy[c].Seconds())
 		}
 		fmt.Fprintln(tw, "\t")
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Hand-overs to a caught-up learner or warm-up, the wait from caught up to taking over,\nand the group protocol's requests per member per minute:")
+	fmt.Fprintln(w)
+	fmt.Fprintf(tw, "%s\twarm hand-overs\twait mean s\twait max s\tmessages/member/min\t\n", name("strategy"))
+	for i, m := range ms {
+		mean := 0.0
+		if m.WarmHandovers > 0 {
+			mean = m.HandoverWait.Seconds() / float64(m.WarmHandovers)
+		}
+		rate := 0.0
+		if m.MemberTime > 0 {
+			rate = float64(m.Messages) / m.MemberTime.Minutes()
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.2f\t\n", name(names[i]), m.WarmHandovers, mean, m.HandoverWaitMax.Seconds(), rate)
 	}
 	tw.Flush()
 }

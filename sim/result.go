@@ -44,6 +44,9 @@ const (
 	// WarmUp is the KIP-441 approach: a task moves only to a member whose
 	// warm-up replica has caught up, checked by probing rebalances.
 	WarmUp
+	// Coordinator is package coordinator: no rebalances; members heartbeat
+	// a coordinator that moves each task when its learner is ready.
+	Coordinator
 )
 
 // String returns the strategy's name as the table prints it.
@@ -141,6 +144,22 @@ type Metrics struct {
 	// PeakBusy is the most tasks one member held at once, learners and
 	// warm-ups included.
 	PeakBusy int
+
+	// WarmHandovers counts tasks that became active on a member whose
+	// learner or warm-up of it had caught up; HandoverWait sums, and
+	// HandoverWaitMax is the longest, time from catching up (or from
+	// becoming a learner, for a standby that was caught up) to taking over:
+	// what the protocol adds to a planned move.
+	WarmHandovers   int
+	HandoverWait    time.Duration
+	HandoverWaitMax time.Duration
+	// Messages counts the requests members sent to run the group protocol:
+	// heartbeats (every 3s for the rebalancing strategies, Kafka's
+	// heartbeat.interval.ms default), plus a JoinGroup and a SyncGroup per
+	// member per rebalance. MemberTime is the time members spent in the
+	// group, summed over members: Messages / MemberTime is the rate.
+	Messages   int
+	MemberTime time.Duration
 }
 
 // Round is one rebalance: what the members reported and what the leader

@@ -47,6 +47,7 @@ var strategies = [...]struct {
 	StopTheWorld:  {"stop-the-world", newStickyStrategy},
 	Cooperative:   {"cooperative", newStickyStrategy},
 	WarmUp:        {"warm-up+probing", newStickyStrategy},
+	Coordinator:   {"learner (coordinator)", newCoordStrategy},
 }
 
 func newStrategy(s Strategy, e *engine) (strategy, error) {

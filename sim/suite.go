@@ -129,6 +129,11 @@ func (m *Metrics) add(o Metrics) {
 	m.LongestUnbalanced = max(m.LongestUnbalanced, o.LongestUnbalanced)
 	m.PeakActive = max(m.PeakActive, o.PeakActive)
 	m.PeakBusy = max(m.PeakBusy, o.PeakBusy)
+	m.WarmHandovers += o.WarmHandovers
+	m.HandoverWait += o.HandoverWait
+	m.HandoverWaitMax = max(m.HandoverWaitMax, o.HandoverWaitMax)
+	m.Messages += o.Messages
+	m.MemberTime += o.MemberTime
 }
 
 // WriteSuiteTable prints the suite's totals, one row per strategy.

@@ -1,0 +1,47 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestCoordinatorOneJoin checks the hand-over wait and the message count on
+// TestOneJoin's scenario, worked out by hand there.
+func TestCoordinatorOneJoin(t *testing.T) {
+	sc := parse(t, `
+duration 30m
+pause 1s
+tasks T1-T4 size 100
+members S1 S2 rate 10
+at 1m join S3 rate 10
+handover one-round
+`)
+	m := mustRun(t, sc, Coordinator).Metrics
+	assert.Equal(t, 1, m.WarmHandovers, "warm hand-overs")
+	// Ready at 1m10.02s, running at 1m12.60s.
+	assert.Equal(t, 2580*time.Millisecond, m.HandoverWait, "hand-over wait")
+	assert.Equal(t, 89*time.Minute, m.MemberTime, "member time: S1 and S2 30m, S3 29m")
+	// A heartbeat every 3s and a round trip, plus the ready report, the
+	// owner's acknowledgement and S3's polls while it waited: a little
+	// under 20 a minute.
+	assert.InDelta(t, 89*60/3.02, m.Messages, 15, "messages")
+
+	s := mustRun(t, sc, LearnerStable).Metrics
+	// Heartbeats every 3s, and a JoinGroup and a SyncGroup per member in
+	// each of the two rebalances (S3 joins; S3's learner is ready).
+	assert.Equal(t, 89*60/3+2*3+2*3, s.Messages, "learner (stable) messages")
+	assert.Equal(t, 1, s.WarmHandovers, "learner (stable) warm hand-overs")
+	assert.Equal(t, time.Second, s.HandoverWait, "learner (stable): ready at 1m11s, promoted by the 1s rebalance")
+}
+
+// TestCoordinatorBeatsTheBarrier is the issue's claim, on the default
+// scenario: no join pause at all, less downtime than learner (stable).
+func TestCoordinatorBeatsTheBarrier(t *testing.T) {
+	sc := defaultScenario(t, Defaults)
+	c, s := mustRun(t, sc, Coordinator).Metrics, mustRun(t, sc, LearnerStable).Metrics
+	assert.Zero(t, c.DowntimeBy[CauseJoin], "coordinator: join pauses")
+	assert.Zero(t, c.Rebalances, "coordinator: rebalances")
+	assert.Less(t, c.Downtime, s.Downtime, "coordinator downtime, want less than learner (stable)'s")
+}
