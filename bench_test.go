@@ -2,6 +2,7 @@ package learner_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -94,4 +95,48 @@ func floorPass(a *Assignor, tasks int, members []MemberMetadata) int {
 		}
 	}
 	return found
+}
+
+// rackBench is a group whose tasks have more copies (Standbys+1) than the
+// group has racks, so rack spread cannot put every copy in its own rack.
+type rackBench struct{ members, racks, tasks, standbys int }
+
+var rackBenches = []rackBench{{24, 3, 400, 10}, {1_000, 3, 100_000, 2}}
+
+// BenchmarkAssignRacks runs Assign on a group spread over a few racks with
+// capacities 1 to 4: event=first places every task and standby from
+// scratch, event=stable is that output reported back (a fixed point).
+func BenchmarkAssignRacks(b *testing.B) {
+	for _, rb := range rackBenches {
+		tasks := benchTopology(rb.tasks)
+		a, err := New(tasks, Options{Standbys: rb.standbys})
+		require.NoError(b, err)
+		first := make([]MemberMetadata, rb.members)
+		for i := range first {
+			first[i] = MemberMetadata{ID: fmt.Sprintf("m%05d", i), Rack: fmt.Sprintf("r%d", i%rb.racks), Capacity: 1 + i%4}
+		}
+		var stable []MemberMetadata // built on first use: -bench may skip it
+		name := fmt.Sprintf("members=%d/racks=%d/tasks=%d/standbys=%d", rb.members, rb.racks, rb.tasks, rb.standbys)
+		b.Run(name+"/event=first", func(b *testing.B) {
+			cputime.Loop(b, func() error {
+				_, err := a.Assign(first)
+				return err
+			})
+		})
+		b.Run(name+"/event=stable", func(b *testing.B) {
+			if stable == nil {
+				out, err := a.Assign(first)
+				require.NoError(b, err)
+				stable = slices.Clone(first)
+				for _, as := range out {
+					i := slices.IndexFunc(stable, func(m MemberMetadata) bool { return m.ID == as.MemberID })
+					stable[i].Assigned, stable[i].Standby = as.Assigned, as.Standby
+				}
+			}
+			cputime.Loop(b, func() error {
+				_, err := a.Assign(stable)
+				return err
+			})
+		})
+	}
 }

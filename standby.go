@@ -52,7 +52,12 @@ type standbyPlan struct {
 	quota      []int32 // per member
 	rackOf     []int32 // per member: rack group (racks, then one for "no rack")
 	groups     int
+	reachable  int    // rack groups with a staying member
+	staysIn    []bool // per rack group: it has a staying member
 	used       []bool // per rack group, for the task at hand
+	open       []bool // per rack group: no copy of the task swapForRack places
+	uneven     []int32
+	unevenOK   bool // uneven lists this spreadRacks pass's uneven tasks
 	skipped    []int32
 	// Warm moves (standby_warm.go): tasks where placement may drop a
 	// caught-up copy, and their old holders and ready learners.
@@ -67,6 +72,8 @@ func (g *group) newStandbyPlan(k int) *standbyPlan {
 	p := &standbyPlan{group: g, want: make([]int32, nt), have: make([]int32, nt), quota: make([]int32, n),
 		rackOf: make([]int32, n), groups: g.nRacks + 1}
 	p.used = make([]bool, p.groups)
+	p.open = make([]bool, p.groups)
+	p.staysIn = make([]bool, p.groups)
 	g.sbCount = make([]int32, n)
 	g.sbStart = make([]int32, nt+1)
 	var total int64
@@ -92,6 +99,10 @@ func (g *group) newStandbyPlan(k int) *standbyPlan {
 		p.rackOf[m] = g.rack[m]
 		if p.rackOf[m] == none {
 			p.rackOf[m] = int32(g.nRacks) // the group of members without a rack
+		}
+		if !g.leaving[m] && !p.staysIn[p.rackOf[m]] {
+			p.staysIn[p.rackOf[m]] = true
+			p.reachable++
 		}
 	}
 	p.setQuotas(total)
@@ -364,17 +375,30 @@ func (p *standbyPlan) repairQuotas() bool {
 // spreadRacks moves each standby that shares a rack with another copy of
 // its task to the lightest member below its quota in a rack without a copy,
 // and reports whether it moved any.
+//
+// A task with more copies (Standbys+1) than the group has racks always
+// shares one, and moving or trading its standby cannot help once every rack
+// with a staying member holds another copy of it: both need a staying
+// member (below its quota, or holding a standby to trade) in a rack without
+// one. Such standbys are skipped after counting the task's racks,
+// O(Standbys), so the outputs are the same as trying them, and a pass costs
+// O(tasks·Standbys²) when copies outnumber racks. Without that count each
+// of them scanned every standby of the group in swapForRack, which made a
+// pass quadratic in the standbys (seconds for 400 tasks with 10 standbys
+// over 3 racks). What is left is swapForRack's search where a rack does
+// lack a copy; see there.
 func (p *standbyPlan) spreadRacks() bool {
 	if p.nRacks == 0 {
 		return false
 	}
 	heaps := p.underQuota()
+	p.unevenOK = false
 	moved := false
 	for t := range int32(len(p.tasks)) {
 		for slot := int32(0); slot < p.have[t]; slot++ {
 			d := p.sbItems[p.sbStart[t]+slot]
-			if !p.sharesRack(t, d) {
-				continue
+			if covered := p.markUsed(t, d); !p.used[p.rackOf[d]] || covered == p.reachable {
+				continue // d's rack has no other copy, or every rack with a staying member has one
 			}
 			p.markUsed(t, none)
 			u := int32(none)
@@ -405,17 +429,26 @@ func (p *standbyPlan) spreadRacks() bool {
 
 // swapForRack looks for a standby (t2, e) with e in a rack without a copy of
 // t, such that d may hold t2 and t2 keeps its racks, and swaps the two
-// holders: quotas stay met and one shared rack fewer remains. It scans
-// every standby, which is fine because shared racks outlive at most one
-// rebalance after the racks or the owners change.
+// holders: quotas stay met and one shared rack fewer remains. The first
+// such standby in topology order wins.
+//
+// Only uneven tasks can be t2 (see unevenTasks), so it scans those: when
+// copies fit the racks, placement leaves few of them, and a search that
+// fails (a rack whose members filled their quotas with even tasks' copies)
+// costs O(uneven·Standbys), not a scan of every standby of the group. Such
+// a failure repeats at every rebalance of a stable group, once per standby
+// left sharing a rack, which is why the scan must stay short.
 func (p *standbyPlan) swapForRack(t, d int32) bool {
-	for t2 := range int32(len(p.tasks)) {
+	p.markUsed(t, d)
+	for r, used := range p.used { // keepsRacks below reuses p.used
+		p.open[r] = !used
+	}
+	for _, t2 := range p.unevenTasks() {
 		if t2 == t {
 			continue
 		}
 		for _, e := range p.standbysOf(t2) {
-			p.markUsed(t, d)
-			if p.used[p.rackOf[e]] || !p.canHold(t, e) || !p.canHold(t2, d) || !p.keepsRacks(t2, e, d) {
+			if !p.open[p.rackOf[e]] || !p.canHold(t, e) || !p.canHold(t2, d) || !p.keepsRacks(t2, e, d) {
 				continue
 			}
 			p.moveStandby(t, d, e)
@@ -426,25 +459,59 @@ func (p *standbyPlan) swapForRack(t, d int32) bool {
 	return false
 }
 
-// sharesRack reports whether standby holder d of t is in the rack of
-// another copy of t (its planned owner or another standby).
-func (p *standbyPlan) sharesRack(t, d int32) bool {
-	p.markUsed(t, d)
-	return p.used[p.rackOf[d]]
-}
-
-// markUsed records in p.used the rack groups holding a copy of t, leaving
-// out member skip.
-func (p *standbyPlan) markUsed(t, skip int32) {
-	clear(p.used)
-	if o := p.planned(t); o != none && o != skip {
-		p.used[p.rackOf[o]] = true
+// unevenTasks returns, in topology order, the tasks that have two copies
+// in one rack group or none in a rack group with a staying member. Only
+// those can give a standby to swapForRack: an even task has exactly one
+// copy in each such group, so its copy in e's rack is the only one there
+// while d's rack has another, and handing the copy from e to d would lose
+// a rack. The list is built once per spreadRacks pass, at its first swap,
+// in O(tasks·Standbys); it stays complete through the pass because the
+// pass moves only standbys of uneven tasks (a task whose standby shares a
+// rack, and the t2 of a swap), so an even task stays even.
+func (p *standbyPlan) unevenTasks() []int32 {
+	if p.unevenOK {
+		return p.uneven
 	}
-	for _, s := range p.standbysOf(t) {
-		if s != skip {
-			p.used[p.rackOf[s]] = true
+	p.uneven = p.uneven[:0]
+	for t := range int32(len(p.tasks)) {
+		copies := int(p.have[t])
+		if p.planned(t) != none {
+			copies++
+		}
+		covered, racks := p.markUsed(t, none), 0
+		for _, used := range p.used {
+			if used {
+				racks++
+			}
+		}
+		if racks < copies || covered < p.reachable {
+			p.uneven = append(p.uneven, t)
 		}
 	}
+	p.unevenOK = true
+	return p.uneven
+}
+
+// markUsed records in p.used the rack groups holding a copy of t (its
+// planned owner and its standbys), leaving out member skip, and returns how
+// many of them have a staying member (a leaving planned owner's group may
+// have none).
+func (p *standbyPlan) markUsed(t, skip int32) int {
+	clear(p.used)
+	n := 0
+	mark := func(m int32) {
+		if m != none && m != skip && !p.used[p.rackOf[m]] {
+			p.used[p.rackOf[m]] = true
+			if p.staysIn[p.rackOf[m]] {
+				n++
+			}
+		}
+	}
+	mark(p.planned(t))
+	for _, s := range p.standbysOf(t) {
+		mark(s)
+	}
+	return n
 }
 
 // keepsRacks reports whether moving t's standby from d to u keeps t's
