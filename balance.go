@@ -1,5 +1,10 @@
 package learner
 
+import (
+	"cmp"
+	"slices"
+)
+
 // This file places tasks by load: orphans, leaving members' tasks, and the
 // heavy-to-light balancing of staying members.
 //
@@ -53,6 +58,9 @@ func (g *group) bestWarm(t int32) int32 {
 
 // warmestEntry returns the warm-index entry of bestWarm(t), or none.
 func (g *group) warmestEntry(t int32) int32 {
+	if g.warm.start == nil {
+		return none // nobody has local state for any task
+	}
 	best := int32(none)
 	for i := g.warm.start[t]; i < g.warm.start[t+1]; i++ {
 		m := g.warm.items[i]
@@ -220,6 +228,11 @@ type balancePlan struct {
 	shed   shedder // each donor's movable tasks
 	donors *memberHeap
 	recv   *memberHeap
+	// With equal capacities the heaps compare integer keys (see
+	// memberHeap.key): a receiver's is (load, rank), a donor's is (-load,
+	// its place in the order of heavier's tie-breaks), the same orders as
+	// lighter and heavier. Nil with mixed capacities.
+	recvKey, donorKey []uint64
 }
 
 // balance moves tasks from heavy to light staying members until no move
@@ -233,28 +246,88 @@ func (g *group) balance() {
 		return
 	}
 	p := balancePlan{group: g}
-	p.recv = newMemberHeap(len(g.load), g.lighter)
-	heaviest := int32(none)
+	heaviest, lightest := int32(none), int32(none)
 	for m := range int32(len(g.load)) {
 		if !g.leaving[m] {
-			p.recv.push(m)
 			if heaviest == none || p.heavier(m, heaviest) {
 				heaviest = m
 			}
+			if lightest == none || g.lighter(m, lightest) {
+				lightest = m
+			}
 		}
 	}
-	if !g.worthMoving(heaviest, p.recv.top()) {
+	if !g.worthMoving(heaviest, lightest) {
 		return // balanced already: skip the per-task work below
 	}
-	p.spread = g.newSpread()
-	p.shed = newShedder(g, &p.spread)
-	p.donors = newMemberHeap(len(g.load), p.heavier) // after spread: it breaks ties
+	// Only members worth moving from to today's lightest can ever give:
+	// the lightest receiver only gets heavier (a move makes the receiver
+	// heavier and leaves the donor above the old lightest), and a member
+	// that received stops at the lightest's level, so it never gives. Only
+	// they get movable lists and a place in the donor heap; the heap's top
+	// is the same as with every member in it whenever a move is worth it.
+	gives := make([]bool, len(g.load))
+	var givers []int32
 	for m := range int32(len(g.load)) {
-		if !g.leaving[m] {
-			p.donors.push(m)
+		if gives[m] = !g.leaving[m] && g.worthMoving(m, lightest); gives[m] {
+			givers = append(givers, m)
 		}
 	}
+	p.spread = g.newSpread()
+	p.shed = newShedder(g, &p.spread, gives)
+	if g.equalCapacities() {
+		p.recvKey, p.donorKey = make([]uint64, len(g.load)), make([]uint64, len(g.load))
+		// A giver's place among equally loaded givers never changes: its
+		// spread bound only changes when it receives, and then it leaves
+		// the donor heap (see run).
+		slices.SortFunc(givers, func(a, b int32) int {
+			if p.spread.on && p.spread.max[a] != p.spread.max[b] {
+				return cmp.Compare(p.spread.max[b], p.spread.max[a])
+			}
+			return cmp.Compare(a, b)
+		})
+		for i, m := range givers {
+			p.donorKey[m] = uint64(i)
+		}
+		p.recv, p.donors = newKeyedHeap(p.recvKey), newKeyedHeap(p.donorKey)
+	} else {
+		p.recv, p.donors = newMemberHeap(len(g.load), g.lighter), newMemberHeap(len(g.load), p.heavier)
+	}
+	for m := range int32(len(g.load)) {
+		if !g.leaving[m] {
+			p.setKeys(m)
+			p.recv.push(m)
+		}
+	}
+	for _, m := range givers {
+		p.donors.push(m)
+	}
 	p.run()
+}
+
+// equalCapacities reports whether every staying member has the same capacity.
+func (g *group) equalCapacities() bool {
+	c := int64(0)
+	for m, cm := range g.capacity {
+		if !g.leaving[m] {
+			if c != 0 && cm != c {
+				return false
+			}
+			c = cm
+		}
+	}
+	return true
+}
+
+// setKeys updates m's heap keys (if the heaps are keyed) to its load. Loads
+// fit in 31 bits (tasks do) and ranks and places in 32.
+func (p *balancePlan) setKeys(m int32) {
+	if p.recvKey == nil {
+		return
+	}
+	load := uint64(p.load[m])
+	p.recvKey[m] = load<<32 | uint64(m)
+	p.donorKey[m] = (1<<31-load)<<32 | p.donorKey[m]&(1<<32-1)
 }
 
 // heavier reports whether a is the better donor: taking a task from it saves more.
@@ -290,14 +363,20 @@ func (p *balancePlan) run() {
 		// counts change l's key only: h's upper bound stays.)
 		p.move(t, l)
 		p.load[l]--
+		p.setKeys(h)
 		p.donors.fix(h)
 		p.recv.fix(h)
 		p.load[l]++
 		if p.spread.on {
 			p.spread.moved(p.sub[t], h, l)
 		}
-		p.donors.fix(l)
+		p.setKeys(l)
 		p.recv.fix(l)
+		// A member that received never gives: its donor key is now at most
+		// the lightest receiver's, which only grows. Removing it keeps the
+		// donor keys' tie-break order fixed; if it was the heaviest, no
+		// move was worth it anyway.
+		p.donors.remove(l)
 	}
 }
 

@@ -32,7 +32,7 @@ type group struct {
 	learner    []int32 // rank of the learner
 	learnerKey []learnerKey
 	fixed      []bool // placed this round: not to be moved again
-	warm       csr    // members with local state for the task (standby or lag)
+	warm       csr    // members with local state for the task (standby or lag); nil start when none has and no standbys are placed
 	warmLag    []reportedLag
 	warmIsSb   []bool
 

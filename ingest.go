@@ -1,6 +1,8 @@
 package learner
 
 import (
+	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/learnerassignor/learner/internal/errtext"
@@ -31,6 +33,9 @@ func ingest(topo *topology, opts Options, in []MemberMetadata) (*group, error) {
 // rankMembers checks the member IDs and returns the members' positions in
 // natural ID order.
 func rankMembers(in []MemberMetadata) ([]int32, error) {
+	if len(in) > maxMembers {
+		return nil, fmt.Errorf("learner: %d members, more than %d: %w", len(in), maxMembers, ErrInvalidMember)
+	}
 	for i := range in {
 		if !ValidID(in[i].ID) {
 			return nil, memberErr(&in[i], i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", MaxIDLen)
@@ -82,7 +87,11 @@ const (
 	kindMask  = 7
 	kindReady = 8
 	kindLag   = 16
+	kindBits  = 5 // the bits the kinds take in reader.stamp
 )
+
+// maxMembers keeps rank+1 within reader.stamp's 32-kindBits bits.
+const maxMembers = 1<<(32-kindBits) - 1
 
 var kindNames = [...]string{kindAssigned: "assigned", kindRevoked: "revoked", kindLearning: "learning", kindStandby: "standby"}
 
@@ -98,11 +107,12 @@ type warmEntry struct {
 // member so that reading costs no allocation per member.
 type reader struct {
 	*group
-	// stamp[t] is rank+1 of the member that last listed t and kind[t] the
-	// lists (kind*) it listed t in, so each member is validated in time
-	// linear in its report.
-	stamp []int32
-	kind  []uint8
+	// stamp[t] is rank+1 of the member that last listed t, shifted left by
+	// kindBits, or'ed with the lists (kind*) it listed t in, so each member
+	// is validated in time linear in its report. One word per task instead
+	// of a rank array and a kind array: validation touches one cache line
+	// per listed task instead of two.
+	stamp []uint32
 	racks map[string]int32 // interned racks, nil until a member has one
 	warm  []warmEntry      // every member's, in rank order
 
@@ -126,7 +136,7 @@ func newReader(g *group) reader {
 	n, nt := len(g.in), len(g.tasks)
 	g.held = csr{start: make([]int32, n+1), items: make([]int32, 0, heldN)}
 	g.warmBy = csr{start: make([]int32, n+1)}
-	return reader{group: g, stamp: make([]int32, nt), kind: make([]uint8, nt),
+	return reader{group: g, stamp: make([]uint32, nt),
 		warm: make([]warmEntry, 0, warmN), standby: make([]int32, 0, standbyMax), learning: make([]int32, 0, learningMax)}
 }
 
@@ -137,10 +147,10 @@ func (rd *reader) listed(t int32, id string) uint8 {
 	if t == none {
 		return rd.unknownKinds[id]
 	}
-	if rd.stamp[t] != rd.rank+1 {
-		return 0
+	if st := rd.stamp[t]; st>>kindBits == uint32(rd.rank+1) {
+		return uint8(st)
 	}
-	return rd.kind[t]
+	return 0
 }
 
 // list records that the member being read lists task t (by ID when t is
@@ -153,10 +163,11 @@ func (rd *reader) list(t int32, id string, k uint8) {
 		rd.unknownKinds[id] |= k
 		return
 	}
-	if rd.stamp[t] != rd.rank+1 {
-		rd.stamp[t], rd.kind[t] = rd.rank+1, 0
+	if st := rd.stamp[t]; st>>kindBits == uint32(rd.rank+1) {
+		rd.stamp[t] = st | uint32(k)
+	} else {
+		rd.stamp[t] = uint32(rd.rank+1)<<kindBits | uint32(k)
 	}
-	rd.kind[t] |= k
 }
 
 // read reads the report of the member of rank r.
@@ -180,12 +191,12 @@ func (rd *reader) read(r int32) error {
 		rd.warm = append(rd.warm, warmEntry{task: t, member: r, lag: lagOf(lags, t), standby: true})
 	}
 	// This member's warm entries, smallest lag first, then topology order.
-	slices.SortFunc(rd.warm[rd.warmBy.start[r]:], func(x, y warmEntry) int {
-		if c := x.lag.compare(y.lag); c != 0 {
-			return c
-		}
-		return int(x.task - y.task)
-	})
+	// Reports usually list tasks in topology order and no lags, so the
+	// entries usually arrive sorted: checking costs one comparison per
+	// entry, sorting several.
+	if mine := rd.warm[rd.warmBy.start[r]:]; !slices.IsSortedFunc(mine, compareWarm) {
+		slices.SortFunc(mine, compareWarm)
+	}
 	rd.warmBy.start[r+1] = int32(len(rd.warm))
 	for _, t := range rd.learning {
 		lag := lagOf(lags, t)
@@ -193,6 +204,15 @@ func (rd *reader) read(r int32) error {
 		rd.offerLearner(t, r, learnerKey{staying: !rd.m.Leaving, ready: ready, lag: lag})
 	}
 	return nil
+}
+
+// compareWarm orders one member's warm entries: smallest lag first, then
+// topology order.
+func compareWarm(x, y warmEntry) int {
+	if c := x.lag.compare(y.lag); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.task, y.task)
 }
 
 // readProfile reads the member's leaving flag, capacity and rack.
@@ -279,7 +299,9 @@ func (rd *reader) readLists() error {
 			}
 		}
 	}
-	slices.Sort(rd.held.items[heldFrom:])
+	if held := rd.held.items[heldFrom:]; !slices.IsSorted(held) { // as above: usually sorted already
+		slices.Sort(held)
+	}
 	rd.held.start[rd.rank+1] = int32(len(rd.held.items))
 	return nil
 }
@@ -350,28 +372,38 @@ func lagOf(lags map[int32]int64, t int32) reportedLag {
 }
 
 // indexWarm lays out the warm entries by member and by task once every
-// member is read.
+// member is read. With none, and no standbys to place (standby placement
+// reads the per-task index), it allocates nothing: the common case without
+// standbys, where the per-task index alone would be as large as the task
+// list.
 func (rd *reader) indexWarm() {
+	if len(rd.warm) == 0 && rd.opts.Standbys == 0 {
+		return
+	}
 	g, nt := rd.group, int32(len(rd.tasks))
 	g.warmBy.items = make([]int32, len(rd.warm))
 	for i, w := range rd.warm {
 		g.warmBy.items[i] = w.task
 	}
-	// By task, a counting sort: entries were appended in rank order, so
-	// each task's candidates stay in rank order.
+	// By task, a counting sort placing entries from the last: start[t]
+	// counts down from the end of t's range to its beginning, so no cursor
+	// array is needed, and each task's candidates stay in rank order (the
+	// order entries were appended in).
 	g.warm = csr{start: make([]int32, nt+1), items: make([]int32, len(rd.warm))}
 	g.warmLag = make([]reportedLag, len(rd.warm))
 	g.warmIsSb = make([]bool, len(rd.warm))
 	for _, w := range rd.warm {
-		g.warm.start[w.task+1]++
+		g.warm.start[w.task]++
 	}
-	for t := range nt {
-		g.warm.start[t+1] += g.warm.start[t]
+	sum := int32(0)
+	for t := range nt + 1 {
+		sum += g.warm.start[t]
+		g.warm.start[t] = sum // the end of t's range
 	}
-	next := slices.Clone(g.warm.start[:nt])
-	for _, w := range rd.warm {
-		i := next[w.task]
-		next[w.task]++
-		g.warm.items[i], g.warmLag[i], g.warmIsSb[i] = w.member, w.lag, w.standby
+	for i := len(rd.warm) - 1; i >= 0; i-- {
+		w := &rd.warm[i]
+		g.warm.start[w.task]--
+		j := g.warm.start[w.task]
+		g.warm.items[j], g.warmLag[j], g.warmIsSb[j] = w.member, w.lag, w.standby
 	}
 }

@@ -20,14 +20,12 @@ import (
 // notation.
 //
 //	go test -run Property                       # 2,000 groups (CI)
-//	go test -short -run Property                # 200 groups (CI's -race run)
+//	go test -short -run Property                # 200 groups
 //	LEARNER_LONG=1 go test -run Property        # 100,000 groups
 //	LEARNER_SEED=123 go test -run Property      # replay a printed seed
 
-// runs returns n, long under LEARNER_LONG=1, or a tenth of n under -short.
-// CI's race run is -short: Assign starts no goroutine, so the race detector
-// has nothing to find in these loops and only makes them ten times slower;
-// the full counts run in CI's plain run.
+// runs returns n, long under LEARNER_LONG=1, or a tenth of n under -short
+// (a quick check while editing; CI runs the full counts).
 func runs(n, long int) int {
 	switch {
 	case os.Getenv("LEARNER_LONG") != "":

@@ -13,8 +13,8 @@ import (
 // A cursor per segment only moves forward, so all picks of one Assign call
 // cost time linear in the tasks plus the segments looked at per move.
 
-// shedder is the part of a balancePlan that holds every staying member's
-// movable tasks.
+// shedder is the part of a balancePlan that holds the movable tasks of the
+// members that can give.
 type shedder struct {
 	*group
 	spread   *spread   // the plan's: cuts segments by subtopology and scores them
@@ -35,64 +35,59 @@ func (g *group) sheddable(t, o int32) bool {
 	return o != none && !g.leaving[o] && g.learner[t] == none && !g.fixed[t] && g.owner[t] == o
 }
 
-// newShedder lays out every staying member's movable tasks in segments,
-// in time linear in tasks plus members: a counting sort by member (stateless
-// tasks first, each kind in topology order), then one scan per member that
-// cuts a segment where the kind or, with spread on, the subtopology
+// newShedder lays out the movable tasks of the members for which gives is
+// true. A movable task was never placed this round, so its owner is the
+// member that reported it: it is in the owner's held row, which ingest left
+// sorted in topology order. Each giver's list is therefore its held row
+// filtered, stateless tasks first (they move for free), then stateful ones,
+// cut into a segment where the kind or, with spread on, the subtopology
 // changes. Subtopologies usually follow topology order; a member whose
 // tasks do not is sorted by subtopology.
-func newShedder(g *group, sp *spread) shedder {
+//
+// The work is linear in the givers' held tasks: a member that cannot give
+// (see balance) costs nothing, and no pass runs over the whole topology.
+func newShedder(g *group, sp *spread, gives []bool) shedder {
 	n := len(g.load)
-	start := make([]int32, n+1)
-	for t, o := range g.owner {
-		if g.sheddable(int32(t), o) {
-			start[o+1]++
+	size, givers := 0, 0
+	for m := range int32(n) {
+		if gives[m] {
+			size += len(g.held.row(m))
+			givers++
 		}
 	}
-	for m := range n {
-		start[m+1] += start[m]
+	// Allocated once, at bounds: no more movable tasks than held ones, and
+	// a segment holds at least one task (at most two per giver, one of each
+	// kind, without spread).
+	segs := 2 * givers
+	if sp.on {
+		segs = size
 	}
-	s := shedder{group: g, spread: sp, movable: make([]int32, start[n])}
-	next := append([]int32(nil), start[:n]...)
-	for pass := range 2 {
-		wantStateful := pass == 1
-		for t, o := range g.owner {
-			if g.sheddable(int32(t), o) && g.tasks[t].Stateful == wantStateful {
-				s.movable[next[o]] = int32(t)
-				next[o]++
-			}
+	s := shedder{group: g, spread: sp, movable: make([]int32, 0, size), segs: make([]segment, 0, segs),
+		segStart: make([]int32, n+1)}
+	for m := range int32(n) {
+		if gives[m] {
+			row := g.held.row(m)
+			from := int32(len(s.movable))
+			s.movable = s.appendMovable(s.movable, row, m, false)
+			mid := int32(len(s.movable))
+			s.movable = s.appendMovable(s.movable, row, m, true)
+			s.cutSegments(from, mid, true)
+			s.cutSegments(mid, int32(len(s.movable)), false)
 		}
-	}
-	s.segStart = make([]int32, n+1)
-	s.segs = make([]segment, 0, s.countSegments(start))
-	for m := range n {
-		tasks := s.movable[start[m]:start[m+1]]
-		mid := start[m] + int32(slices.IndexFunc(tasks, func(t int32) bool { return g.tasks[t].Stateful }))
-		if mid < start[m] {
-			mid = start[m+1] // no stateful task
-		}
-		s.cutSegments(start[m], mid, true)
-		s.cutSegments(mid, start[m+1], false)
 		s.segStart[m+1] = int32(len(s.segs))
 	}
 	return s
 }
 
-// countSegments returns an upper bound of the segments newShedder
-// cuts (exact when subtopologies follow topology order), so that they are
-// allocated once.
-func (s *shedder) countSegments(start []int32) int {
-	segs := 0
-	for m := range len(start) - 1 {
-		for i := start[m]; i < start[m+1]; i++ {
-			t := s.movable[i]
-			if i == start[m] || s.tasks[t].Stateful != s.tasks[s.movable[i-1]].Stateful ||
-				s.spread.on && s.sub[t] != s.sub[s.movable[i-1]] {
-				segs++
-			}
+// appendMovable appends the tasks of row that m may give and whose
+// statefulness is stateful.
+func (s *shedder) appendMovable(movable, row []int32, m int32, stateful bool) []int32 {
+	for _, t := range row {
+		if s.tasks[t].Stateful == stateful && s.sheddable(t, m) {
+			movable = append(movable, t)
 		}
 	}
-	return segs + 2*(len(start)-1)
+	return movable
 }
 
 // cutSegments appends the segments of movable[from:to], tasks of one kind.

@@ -37,6 +37,18 @@ func (g *group) offerLearner(t, rank int32, k learnerKey) {
 // Leaving members learn nothing; their learners matter only when no member
 // stays.
 func (g *group) resolveLearners() {
+	if g.learnerKey != nil { // nil: nobody reported a learner, so none to resolve
+		g.resolveLearnerTags()
+	}
+	for t := range g.owner {
+		if p := g.planned(int32(t)); p != none {
+			g.load[p]++
+		}
+	}
+}
+
+// resolveLearnerTags applies the rules above to every task with a learner.
+func (g *group) resolveLearnerTags() {
 	for t, l := range g.learner {
 		if l == none {
 			continue
@@ -52,11 +64,6 @@ func (g *group) resolveLearners() {
 			g.setOwner(int32(t), l)
 		default:
 			g.learnersInFlight++
-		}
-	}
-	for t := range g.owner {
-		if p := g.planned(int32(t)); p != none {
-			g.load[p]++
 		}
 	}
 }

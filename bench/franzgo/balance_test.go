@@ -11,6 +11,7 @@ import (
 	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/internal/cputime"
 	"github.com/learnerassignor/learner/learnertest"
+	"github.com/learnerassignor/learner/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -21,14 +22,19 @@ import (
 // happened, described once and then encoded for each assignor.
 //
 // Topic i is subtopology i of the learner topology: partition p of topic i
-// is task "i_p". The layout before the event is what a sticky assignor
+// is task "i_p" (or, with hashed IDs, "t<i>-<p>", which the core interns
+// through a hash map). The layout before the event is what a sticky assignor
 // converges to: partition k (counting across topics) is owned by member
-// k mod M, so every member holds the same number of partitions of every topic
-// (to within one) and the layout is a fixed point of both assignors.
+// k mod M, so every member holds the same number of partitions of every
+// topic (to within one) and the layout is a fixed point of both assignors.
+// Every topic shape of one size has the same members, the same partition
+// count and the same owner for partition k.
 type group struct {
 	topics  []string         // sorted
+	order   []string         // topology order: topic i is subtopology i
 	counts  map[string]int32 // partitions per topic
 	members []member         // sorted by ID, as Kafka hands them to the leader
+	hashed  bool             // task IDs not of the "<sub>_<part>" form
 }
 
 type member struct {
@@ -36,10 +42,6 @@ type member struct {
 	owned   map[string][]int32 // partitions per topic, sorted
 	leaving bool               // announced leaving: learner reports it, Kafka has it leave
 }
-
-// partitionsPerTopic is every topic's partition count; the topic count grows
-// with the partition count.
-const partitionsPerTopic = 1000
 
 type event string
 
@@ -49,17 +51,33 @@ const (
 	scaleDown event = "scale-down" // 10% of the members leave
 )
 
-// newGroup returns the group of m members over tasks partitions after the
-// event, from a generator seeded by the size.
-func newGroup(m, tasks int, ev event) group {
+// topicShapes are the topic counts the benchmark spreads the partitions
+// over: franz-go's balancers cost more with more topics, the learner's
+// does not.
+var topicShapes = []int{1, 10, 100, 400}
+
+// newGroup returns the group of m members over tasks partitions in the given
+// number of topics (tasks/topics partitions each, the last topic taking the
+// rest) after the event, from a generator seeded by the size alone, so that
+// every topic shape and ID form has the same members.
+func newGroup(m, tasks, topics int, ev event, hashed bool) group {
 	rng := rand.New(rand.NewPCG(0x1ea4e7, uint64(tasks)<<20|uint64(m)))
-	g := group{counts: map[string]int32{}}
-	for k := 0; k < tasks; k += partitionsPerTopic {
-		topic := strconv.Itoa(k / partitionsPerTopic)
-		g.topics = append(g.topics, topic)
-		g.counts[topic] = int32(min(partitionsPerTopic, tasks-k))
+	g := group{counts: map[string]int32{}, hashed: hashed}
+	per := tasks / topics
+	topicOf := make([]string, topics)
+	for i := range topics {
+		topicOf[i] = strconv.Itoa(i)
+		if hashed {
+			topicOf[i] = "t" + topicOf[i]
+		}
+		n := per
+		if i == topics-1 {
+			n = tasks - per*(topics-1)
+		}
+		g.counts[topicOf[i]] = int32(n)
 	}
-	slices.Sort(g.topics)
+	g.order = topicOf
+	g.topics = slices.Sorted(slices.Values(topicOf))
 
 	total := m
 	if ev == scaleUp {
@@ -76,9 +94,10 @@ func newGroup(m, tasks int, ev event) group {
 		g.members[i] = member{id: id, owned: map[string][]int32{}}
 	}
 	for k := range tasks {
-		topic := strconv.Itoa(k / partitionsPerTopic)
+		i := min(k/per, topics-1)
+		topic := topicOf[i]
 		o := g.members[k%m].owned
-		o[topic] = append(o[topic], int32(k%partitionsPerTopic))
+		o[topic] = append(o[topic], int32(k-i*per))
 	}
 	if ev == scaleDown {
 		for _, i := range rng.Perm(m)[:m/10] {
@@ -114,10 +133,9 @@ func (g group) kafkaMembers(bal kgo.GroupBalancer) []kmsg.JoinGroupResponseMembe
 // stateless, and the members' join reports, leaving members included.
 func (g group) learner() (*learner.Assignor, []learner.MemberMetadata, error) {
 	var tasks []learner.Task
-	for i := range len(g.topics) {
-		topic := strconv.Itoa(i) // topology order, not the sorted order
+	for _, topic := range g.order {
 		for p := range g.counts[topic] {
-			tasks = append(tasks, learner.Task{ID: taskID(topic, p)})
+			tasks = append(tasks, learner.Task{ID: g.taskID(topic, p)})
 		}
 	}
 	a, err := learner.New(tasks, learner.Options{})
@@ -127,16 +145,50 @@ func (g group) learner() (*learner.Assignor, []learner.MemberMetadata, error) {
 	out := make([]learner.MemberMetadata, len(g.members))
 	for i, m := range g.members {
 		out[i] = learner.MemberMetadata{ID: m.id, Leaving: m.leaving}
-		for _, topic := range g.topics {
+		for _, topic := range g.order {
 			for _, p := range m.owned[topic] {
-				out[i].Assigned = append(out[i].Assigned, taskID(topic, p))
+				out[i].Assigned = append(out[i].Assigned, g.taskID(topic, p))
 			}
 		}
 	}
 	return a, out, nil
 }
 
-func taskID(topic string, partition int32) string {
+// learnerJoins returns the Assignor, a codec for its topology and each
+// member's report in the learner wire format: the bytes a leader receives.
+func (g group) learnerJoins() (*learner.Assignor, *wire.Codec, [][]byte, error) {
+	a, members, err := g.learner()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c := wire.NewCodec(a)
+	joins := make([][]byte, len(members))
+	for i, m := range members {
+		if joins[i], err = c.AppendMember(nil, m); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return a, c, joins, nil
+}
+
+// learnerBalance does what a learner group leader does with the members'
+// reports: decode each one and Assign. Like kafkaBalance it stops before
+// encoding the answers.
+func learnerBalance(a *learner.Assignor, c *wire.Codec, joins [][]byte, members []learner.MemberMetadata) ([]learner.Assignment, error) {
+	for i, b := range joins {
+		m, err := c.DecodeMember(b)
+		if err != nil {
+			return nil, err
+		}
+		members[i] = m
+	}
+	return a.Assign(members)
+}
+
+func (g group) taskID(topic string, partition int32) string {
+	if g.hashed {
+		return topic + "-" + strconv.Itoa(int(partition))
+	}
 	return topic + "_" + strconv.Itoa(int(partition))
 }
 
@@ -152,7 +204,8 @@ var balancers = []struct {
 
 // kafkaBalance does what a franz-go group leader does with the JoinGroup
 // response: decode the members' metadata and balance. Encoding the plan for
-// SyncGroup is left out, as the learner side has no wire format.
+// SyncGroup is left out on both sides (kgolearner's BenchmarkLeaderRebalance
+// times the whole leader path, encoding included).
 func kafkaBalance(bal kgo.GroupBalancer, members []kmsg.JoinGroupResponseMember, counts map[string]int32) (map[string]map[string][]int32, error) {
 	mb, _, err := bal.MemberBalancer(members)
 	if err != nil {
@@ -165,29 +218,47 @@ func kafkaBalance(bal kgo.GroupBalancer, members []kmsg.JoinGroupResponseMember,
 	return into.(*kgo.BalancePlan).AsMemberIDMap(), nil
 }
 
-// BenchmarkBalance runs each assignor on the same rebalances; compare them
-// with benchstat -col /balancer.
+// BenchmarkBalance runs each assignor on the same rebalances, timed from
+// the bytes a leader receives: franz-go's balancers decode the members'
+// subscriptions, the learner decodes the members' wire reports
+// (wire.Codec.DecodeMember) before Assign. Compare them with
+//
+//	benchstat -col /balancer
+//
+// The balancers are learner (task IDs of Kafka Streams' "<sub>_<part>"
+// form), learner-hashed (the same group with IDs the core interns through a
+// hash map; franz-go's work does not depend on the IDs), sticky and
+// cooperative-sticky.
 func BenchmarkBalance(b *testing.B) {
 	const m, tasks = 1_000, 100_000
-	for _, ev := range []event{stable, scaleUp, scaleDown} {
-		name := fmt.Sprintf("members=%d/tasks=%d/event=%s/balancer=", m, tasks, ev)
-		b.Run(name+"learner", func(b *testing.B) {
-			a, members, err := newGroup(m, tasks, ev).learner()
-			require.NoError(b, err)
-			cputime.Loop(b, func() error {
-				_, err := a.Assign(members)
-				return err
-			})
-		})
-		for _, bal := range balancers {
-			b.Run(name+bal.name, func(b *testing.B) {
-				g := newGroup(m, tasks, ev)
-				members := g.kafkaMembers(bal.new())
-				cputime.Loop(b, func() error {
-					_, err := kafkaBalance(bal.new(), members, g.counts)
-					return err
+	for _, topics := range topicShapes {
+		for _, ev := range []event{stable, scaleUp, scaleDown} {
+			name := fmt.Sprintf("members=%d/tasks=%d/topics=%d/event=%s/balancer=", m, tasks, topics, ev)
+			for _, hashed := range []bool{false, true} {
+				bal := "learner"
+				if hashed {
+					bal = "learner-hashed"
+				}
+				b.Run(name+bal, func(b *testing.B) {
+					a, c, joins, err := newGroup(m, tasks, topics, ev, hashed).learnerJoins()
+					require.NoError(b, err)
+					members := make([]learner.MemberMetadata, len(joins))
+					cputime.Loop(b, func() error {
+						_, err := learnerBalance(a, c, joins, members)
+						return err
+					})
 				})
-			})
+			}
+			for _, bal := range balancers {
+				b.Run(name+bal.name, func(b *testing.B) {
+					g := newGroup(m, tasks, topics, ev, false)
+					members := g.kafkaMembers(bal.new())
+					cputime.Loop(b, func() error {
+						_, err := kafkaBalance(bal.new(), members, g.counts)
+						return err
+					})
+				})
+			}
 		}
 	}
 }
@@ -201,39 +272,58 @@ func BenchmarkBalance(b *testing.B) {
 // moves for one more rebalance, so it only has to place no partition twice.
 func TestSameProblem(t *testing.T) {
 	const m, tasks = 100, 10_000
-	for _, ev := range []event{stable, scaleUp, scaleDown} {
-		g := newGroup(m, tasks, ev)
-		a, members, err := g.learner()
-		require.NoError(t, err, "learner setup")
-
-		t.Run(string(ev)+"/learner", func(t *testing.T) {
-			out, err := a.Assign(members)
-			require.NoError(t, err, "Assign(%s)", ev)
-			vs := learnertest.Check(a.Tasks(), a.Options(), members, out)
-			require.Empty(t, vs, "Assign(%s) breaks rules:\n%s", ev, learnertest.FormatViolations(vs))
-			plan := map[string]map[string][]int32{}
-			for _, as := range out {
-				plan[as.MemberID] = map[string][]int32{}
-				for _, id := range as.Assigned {
-					topic, p, _ := strings.Cut(id, "_")
-					n, _ := strconv.Atoi(p)
-					plan[as.MemberID][topic] = append(plan[as.MemberID][topic], int32(n))
+	for _, topics := range topicShapes {
+		for _, ev := range []event{stable, scaleUp, scaleDown} {
+			for _, hashed := range []bool{false, true} {
+				g := newGroup(m, tasks, topics, ev, hashed)
+				name := fmt.Sprintf("topics=%d/%s/hashed=%v", topics, ev, hashed)
+				a, members, err := g.learner()
+				require.NoError(t, err, "learner setup")
+				t.Run(name+"/learner", func(t *testing.T) { checkLearner(t, g, ev) })
+				if hashed {
+					continue // franz-go never sees the learner's task IDs
 				}
-				assert.Empty(t, slices.Concat(as.Learning, as.Learned, as.Standby),
-					"Assign(%s): member %s has learners, learned or standby tasks, want none for stateless tasks", ev, as.MemberID)
+				// Kafka has no "leaving soon": leaving members have left the group.
+				joined := slices.DeleteFunc(slices.Clone(members), func(mm learner.MemberMetadata) bool { return mm.Leaving })
+				for _, bal := range balancers {
+					t.Run(name+"/"+bal.name, func(t *testing.T) {
+						plan, err := kafkaBalance(bal.new(), g.kafkaMembers(bal.new()), g.counts)
+						require.NoError(t, err, "%s balance(%s)", bal.name, ev)
+						checkPlan(t, g, ev, a.Tasks(), joined, plan, !bal.new().IsCooperative())
+					})
+				}
 			}
-			checkPlan(t, g, ev, a.Tasks(), members, plan, true)
-		})
-		// Kafka has no "leaving soon": leaving members have left the group.
-		joined := slices.DeleteFunc(slices.Clone(members), func(mm learner.MemberMetadata) bool { return mm.Leaving })
-		for _, bal := range balancers {
-			t.Run(string(ev)+"/"+bal.name, func(t *testing.T) {
-				plan, err := kafkaBalance(bal.new(), g.kafkaMembers(bal.new()), g.counts)
-				require.NoError(t, err, "%s balance(%s)", bal.name, ev)
-				checkPlan(t, g, ev, a.Tasks(), joined, plan, !bal.new().IsCooperative())
-			})
 		}
 	}
+}
+
+// checkLearner runs the learner leader's timed path on g (decoding every
+// member's wire report, then Assign) and checks its answer.
+func checkLearner(t *testing.T, g group, ev event) {
+	a, c, joins, err := g.learnerJoins()
+	require.NoError(t, err, "learner setup")
+	members := make([]learner.MemberMetadata, len(joins))
+	out, err := learnerBalance(a, c, joins, members)
+	require.NoError(t, err, "decode and Assign(%s)", ev)
+	vs := learnertest.Check(a.Tasks(), a.Options(), members, out)
+	require.Empty(t, vs, "Assign(%s) breaks rules:\n%s", ev, learnertest.FormatViolations(vs))
+	sep := "_"
+	if g.hashed {
+		sep = "-"
+	}
+	plan := map[string]map[string][]int32{}
+	for _, as := range out {
+		plan[as.MemberID] = map[string][]int32{}
+		for _, id := range as.Assigned {
+			topic, p, _ := strings.Cut(id, sep)
+			n, err := strconv.Atoi(p)
+			require.NoError(t, err, "Assign(%s): member %s gets task %q, not a partition of the group", ev, as.MemberID, id)
+			plan[as.MemberID][topic] = append(plan[as.MemberID][topic], int32(n))
+		}
+		assert.Empty(t, slices.Concat(as.Learning, as.Learned, as.Standby),
+			"Assign(%s): member %s has learners, learned or standby tasks, want none for stateless tasks", ev, as.MemberID)
+	}
+	checkPlan(t, g, ev, a.Tasks(), members, plan, true)
 }
 
 // checkPlan checks one assignor's plan (member -> topic -> partitions) for
@@ -248,8 +338,8 @@ func checkPlan(t *testing.T, g group, ev event, tasks []learner.Task, joins []le
 		a := learner.Assignment{MemberID: j.ID}
 		for topic, ps := range plan[j.ID] {
 			for _, p := range ps {
-				a.Assigned = append(a.Assigned, taskID(topic, p))
-				placed[taskID(topic, p)] = true
+				a.Assigned = append(a.Assigned, g.taskID(topic, p))
+				placed[g.taskID(topic, p)] = true
 			}
 		}
 		out = append(out, a)

@@ -15,6 +15,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,8 +88,11 @@ type Phase struct {
 	// ColdRestores counts activations that replayed more than half a
 	// task's ballast state.
 	ColdRestores int
-	// Rebalances counts rebalances computed.
-	Rebalances int
+	// Rebalances counts rebalances computed; RebalanceTime sums their
+	// durations, from the first JoinGroup the broker received for one to
+	// the leader computing its assignment (the simulator's pause).
+	Rebalances    int
+	RebalanceTime time.Duration
 	// Took is the phase's wall time.
 	Took time.Duration
 }
@@ -107,6 +111,27 @@ type Result struct {
 	Records int
 	Exact   bool
 	Diff    []string
+	// Restore is the restore rate the bulk restores of the run achieved.
+	Restore RestoreRate
+}
+
+// RestoreRate is the rate at which a task's state was restored, summed
+// over a run's cold restores (an active task catching up on more than half
+// its ballast state), each timed from when its member first reported it
+// restoring (sampled every 20 ms) to when it ran; the group's start is
+// included.
+type RestoreRate struct {
+	Restores int
+	Records  int64
+	Took     time.Duration
+}
+
+// PerSecond returns the records restored per second a task, or 0.
+func (r RestoreRate) PerSecond() float64 {
+	if r.Took <= 0 {
+		return 0
+	}
+	return float64(r.Records) / r.Took.Seconds()
 }
 
 // Run plays the script with one strategy on a cluster of its own.
@@ -122,7 +147,7 @@ func Run(ctx context.Context, cfg Config, s Strategy) (Result, error) {
 	}
 	defer cluster.Close()
 	h := &harness{cfg: cfg, s: s, cluster: cluster, logf: logf, opts: []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)},
-		members: map[string]*member{}, disks: map[string]*state.MemoryStores{},
+		members: map[string]*member{}, restoring: map[string]time.Time{}, disks: map[string]*state.MemoryStores{},
 		produced: map[int32]int64{}, processed: map[int32]int64{}, lastProgress: map[int32]time.Time{}, moved: map[int32]bool{}}
 	defer h.stopAll()
 	if err := h.seed(ctx); err != nil {
@@ -140,6 +165,11 @@ func Run(ctx context.Context, cfg Config, s Strategy) (Result, error) {
 	go func() { produced <- prod.Run(pctx, cfg.Rate) }()
 	go h.sample(pctx)
 
+	cluster.ControlKey(int16(kmsg.JoinGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		h.joined(time.Now())
+		return nil, nil, false
+	})
 	res := Result{Strategy: s}
 	logf("%s: starting %d members", s.Name, cfg.Members)
 	for i := range cfg.Members {
@@ -205,6 +235,9 @@ func Run(ctx context.Context, cfg Config, s Strategy) (Result, error) {
 		res.Total = res.Total.plus(p)
 	}
 	res.Total.Name = "total"
+	h.mu.Lock()
+	res.Restore = h.rate
+	h.mu.Unlock()
 	return res, h.check(ctx, &res)
 }
 
@@ -228,7 +261,10 @@ type harness struct {
 	lastProgress map[int32]time.Time
 	moved        map[int32]bool // started on a member since its last progress
 	lastRound    time.Time
-	m            Phase // running totals
+	joinAt       time.Time            // first JoinGroup of the rebalance under way
+	restoring    map[string]time.Time // member/task -> active task catching up since
+	rate         RestoreRate          // the cold restores that ended
+	m            Phase                // running totals
 	errs         []error
 }
 
@@ -281,6 +317,11 @@ const group = "e2e"
 
 func (h *harness) start(ctx context.Context, name string) error {
 	h.mu.Lock()
+	for k := range h.restoring {
+		if strings.HasPrefix(k, name+"/") {
+			delete(h.restoring, k) // a crashed member's catch-up never ended
+		}
+	}
 	disk := h.disks[name]
 	if disk == nil {
 		disk = &state.MemoryStores{}
@@ -298,7 +339,9 @@ func (h *harness) start(ctx context.Context, name string) error {
 			kgo.SessionTimeout(h.cfg.Session), kgo.FetchMaxWait(100*time.Millisecond)),
 		Observer: state.Observer{
 			Processed: h.onProcessed,
-			Running:   h.onRunning,
+			Running: func(task string, replayed int64) {
+				h.onRunning(name, task, replayed)
+			},
 			Restored: func(_, _ string, n int) {
 				h.mu.Lock()
 				h.m.Restored += int64(n)
@@ -311,6 +354,10 @@ func (h *harness) start(ctx context.Context, name string) error {
 				h.mu.Lock()
 				h.m.Rebalances++
 				h.lastRound = time.Now()
+				if !h.joinAt.IsZero() {
+					h.m.RebalanceTime += h.lastRound.Sub(h.joinAt)
+					h.joinAt = time.Time{}
+				}
 				h.mu.Unlock()
 			},
 		},
@@ -355,8 +402,9 @@ func (h *harness) progress(p int32, now time.Time) {
 	h.moved[p] = false
 }
 
-// sample keeps idle tasks from counting as stalled: a task with no input
-// waiting makes progress by definition.
+// sample keeps idle tasks from counting as stalled (a task with no input
+// waiting makes progress by definition) and notes restores starting, every
+// 20 ms.
 func (h *harness) sample(ctx context.Context) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
@@ -374,13 +422,15 @@ func (h *harness) sample(ctx context.Context) {
 				}
 			}
 			h.mu.Unlock()
+			h.noteRestoring(now)
 		}
 	}
 }
 
-func (h *harness) onRunning(task string, replayed int64) {
+func (h *harness) onRunning(name, task string, replayed int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.endRestore(name, task, replayed, time.Now())
 	var p int32
 	if _, err := fmt.Sscanf(task, "0_%d", &p); err == nil {
 		h.moved[p] = true
@@ -510,13 +560,14 @@ func (h *harness) resetStalls() {
 
 func (p Phase) minus(q Phase) Phase {
 	return Phase{Downtime: p.Downtime - q.Downtime, MoveDowntime: p.MoveDowntime - q.MoveDowntime, MaxDowntime: p.MaxDowntime, Restored: p.Restored - q.Restored,
-		Replayed: p.Replayed - q.Replayed, ColdRestores: p.ColdRestores - q.ColdRestores, Rebalances: p.Rebalances - q.Rebalances}
+		Replayed: p.Replayed - q.Replayed, ColdRestores: p.ColdRestores - q.ColdRestores, Rebalances: p.Rebalances - q.Rebalances,
+		RebalanceTime: p.RebalanceTime - q.RebalanceTime}
 }
 
 func (p Phase) plus(q Phase) Phase {
 	return Phase{Downtime: p.Downtime + q.Downtime, MoveDowntime: p.MoveDowntime + q.MoveDowntime, MaxDowntime: max(p.MaxDowntime, q.MaxDowntime), Restored: p.Restored + q.Restored,
 		Replayed: p.Replayed + q.Replayed, ColdRestores: p.ColdRestores + q.ColdRestores, Rebalances: p.Rebalances + q.Rebalances,
-		Took: p.Took + q.Took}
+		RebalanceTime: p.RebalanceTime + q.RebalanceTime, Took: p.Took + q.Took}
 }
 
 // waitStable waits until the tasks are spread evenly over the live

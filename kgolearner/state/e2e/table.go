@@ -10,11 +10,11 @@ import (
 // Table writes results as a Markdown table: a row per strategy and phase.
 func Table(w io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "strategy\tphase\tdowntime (task-s)\tof moved tasks\tmax stall (s)\trestored\treplayed by actives\tcold restores\trebalances\ttook (s)\t")
+	fmt.Fprintln(tw, "strategy\tphase\tdowntime (task-s)\tof moved tasks\tmax stall (s)\trestored\treplayed by actives\tcold restores\trebalances\trebalance mean (s)\ttook (s)\t")
 	for _, r := range results {
 		for _, p := range append(r.Phases, r.Total) {
-			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%.1f\t\n", r.Strategy.Name, p.Name, secs(p.Downtime), secs(p.MoveDowntime), secs(p.MaxDowntime),
-				p.Restored, p.Replayed, p.ColdRestores, p.Rebalances, secs(p.Took))
+			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t\n", r.Strategy.Name, p.Name, secs(p.Downtime), secs(p.MoveDowntime), secs(p.MaxDowntime),
+				p.Restored, p.Replayed, p.ColdRestores, p.Rebalances, p.meanRebalance(), secs(p.Took))
 		}
 	}
 	tw.Flush()
@@ -26,6 +26,20 @@ func Table(w io.Writer, results []Result) {
 		fmt.Fprintf(w, "%s: %d input records, final counts %s, %d records processed twice during the script (%d during the start)\n",
 			r.Strategy.Name, r.Records, exact, r.ProcessedTwice, r.ProcessedTwiceAtStart)
 	}
+	for _, r := range results {
+		if r.Restore.Restores > 0 {
+			fmt.Fprintf(w, "%s: cold restores at %.0f records/s a task (%d restores, %d records in %.1f s)\n",
+				r.Strategy.Name, r.Restore.PerSecond(), r.Restore.Restores, r.Restore.Records, secs(r.Restore.Took))
+		}
+	}
+}
+
+// meanRebalance returns the mean rebalance's duration in seconds, or 0.
+func (p Phase) meanRebalance() float64 {
+	if p.Rebalances == 0 {
+		return 0
+	}
+	return secs(p.RebalanceTime) / float64(p.Rebalances)
 }
 
 func secs(d time.Duration) float64 { return d.Seconds() }
