@@ -253,7 +253,7 @@ func TestMutationsAreCaught(t *testing.T) {
 	for _, m := range mutations {
 		by, where := catchInGroups(m, seed, 2000)
 		if by == "" {
-			by, where = catchInHistories(m, seed, 40)
+			by, where = catchInHistories(m, seed, 200)
 		}
 		if !assert.NotEmpty(t, by, "mutation %q: no property test or history reported %v", m.name, m.want) {
 			continue

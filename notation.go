@@ -502,12 +502,8 @@ func (r Rebalance) String() string {
 // document's three fields always present and the others only when set.
 func FormatMember(m MemberMetadata) string {
 	b := lineHead(m.ID, m.Assigned, m.Revoked, m.Learning)
-	if len(m.Ready) > 0 {
-		fmt.Fprintf(b, ", ready: %s", list(m.Ready))
-	}
-	if len(m.Standby) > 0 {
-		fmt.Fprintf(b, ", standby: %s", list(m.Standby))
-	}
+	optionalList(b, "ready", m.Ready)
+	optionalList(b, "standby", m.Standby)
 	if m.Leaving {
 		b.WriteString(", leaving")
 	}
@@ -533,12 +529,8 @@ func FormatMember(m MemberMetadata) string {
 // when non-empty.
 func FormatAssignment(a Assignment) string {
 	b := lineHead(a.MemberID, a.Assigned, a.Revoked, a.Learning)
-	if len(a.Learned) > 0 {
-		fmt.Fprintf(b, ", learned: %s", list(a.Learned))
-	}
-	if len(a.Standby) > 0 {
-		fmt.Fprintf(b, ", standby: %s", list(a.Standby))
-	}
+	optionalList(b, "learned", a.Learned)
+	optionalList(b, "standby", a.Standby)
 	b.WriteString(")")
 	return b.String()
 }
@@ -550,6 +542,14 @@ func FormatAssignments(as []Assignment) string {
 		b.WriteString(FormatAssignment(a) + "\n")
 	}
 	return b.String()
+}
+
+// optionalList writes a field beyond the document's three, only when it
+// lists something, so lines from the document read back unchanged.
+func optionalList(b *strings.Builder, field string, ids []string) {
+	if len(ids) > 0 {
+		fmt.Fprintf(b, ", %s: %s", field, list(ids))
+	}
 }
 
 // lineHead starts a member line with the document's three fields, which it
