@@ -48,38 +48,80 @@ func (g *group) receivers() *memberHeap {
 }
 
 // bestWarm returns the eligible member with local state for t that should
-// take it: smallest reported lag first, then standbys, then the lighter.
-// It returns none when no eligible member has state for t.
+// take it (warmBetter), none when no eligible member has state for t.
 func (g *group) bestWarm(t int32) int32 {
-	best, bi := int32(none), int32(0)
+	if i := g.warmestEntry(t); i != none {
+		return g.warm.items[i]
+	}
+	return none
+}
+
+// warmestEntry returns the warm-index entry of bestWarm(t), or none.
+func (g *group) warmestEntry(t int32) int32 {
 	if g.warm.start == nil {
 		return none // nobody has local state for any task
 	}
+	best := int32(none)
 	for i := g.warm.start[t]; i < g.warm.start[t+1]; i++ {
 		m := g.warm.items[i]
 		if !g.eligible(m) || m == g.owner[t] || m == g.learner[t] {
 			continue
 		}
-		if best == none || g.warmBetter(i, bi) {
-			best, bi = m, i
+		if best == none || g.warmBetter(i, best) {
+			best = i
 		}
 	}
 	return best
 }
 
-func (g *group) warmBetter(i, j int32) bool {
-	if c := g.warmLag[i].compare(g.warmLag[j]); c != 0 {
-		return c < 0
+// warmth is how caught up one member's copy of a task is, as that member
+// reported it, and what kind of copy it is.
+type warmth struct {
+	lag  reportedLag
+	kind uint8 // copyLearner, copyStandby or copyOnDisk
+}
+
+// Kinds of local copy, the one to prefer on equal lag first: a learner is
+// replaying to take the task over anyway, a standby keeps up by design,
+// state left on disk is whatever a former owner left.
+const (
+	copyLearner uint8 = iota
+	copyStandby
+	copyOnDisk
+)
+
+// compare orders copies warmest first: the smallest reported lag (none
+// reported counts as the largest), then by kind. Every choice of where a
+// task's state is warmest goes through it: ownerless tasks (rule 5),
+// learners of a leaving member's tasks (rule 6), balancing (rule 8).
+func (w warmth) compare(o warmth) int {
+	if c := w.lag.compare(o.lag); c != 0 {
+		return c
 	}
-	if g.warmIsSb[i] != g.warmIsSb[j] {
-		return g.warmIsSb[i]
+	return int(w.kind) - int(o.kind)
+}
+
+// warmthAt returns the warmth of warm-index entry i.
+func (g *group) warmthAt(i int32) warmth {
+	if g.warmIsSb[i] {
+		return warmth{g.warmLag[i], copyStandby}
+	}
+	return warmth{g.warmLag[i], copyOnDisk}
+}
+
+// warmBetter reports whether warm-index entry i beats entry j of the same
+// task: warmer, then the lighter member.
+func (g *group) warmBetter(i, j int32) bool {
+	if c := g.warmthAt(i).compare(g.warmthAt(j)); c != 0 {
+		return c < 0
 	}
 	return g.lighter(g.warm.items[i], g.warm.items[j])
 }
 
 // placeOrphans gives every task without an owner one at once, without a
-// learning stage (rule 5): a member with local state for it first, then the
-// least loaded member. (Orphans with a learner were placed by resolveLearners.)
+// learning stage (rule 5): the warmest copy of it (its learner on ties),
+// then the least loaded member. (Ready learners of orphans, and learners
+// of stateless ones, were placed by resolveLearners.)
 func (g *group) placeOrphans() {
 	if len(g.load) == 0 {
 		return
@@ -87,6 +129,12 @@ func (g *group) placeOrphans() {
 	var rest []int32
 	for t, o := range g.owner {
 		if o != none {
+			continue
+		}
+		if l := g.learner[t]; l != none {
+			m := g.orphanOwner(int32(t), l)
+			g.learner[t] = none
+			g.setOwner(int32(t), m)
 			continue
 		}
 		if m := g.bestWarm(int32(t)); m != none {
@@ -106,6 +154,28 @@ func (g *group) placeOrphans() {
 		g.load[m]++
 		h.fix(m)
 	}
+}
+
+// orphanOwner returns who takes ownerless stateful task t from its
+// not-ready learner l: l, unless another member reports a warmer copy
+// (a smaller lag). A learner that has replayed half the state would leave
+// the task down while it replays the rest, although a caught-up standby
+// could process at once; so the warmest copy takes it, by the same order
+// as every other warm choice, and the learner keeps it on ties (it is
+// often the only copy: the design's leader transfer). The outrun learner
+// is dropped rather than kept beside the new owner: keeping it would move
+// the task a second time, from a warm owner to a learner no warmer, for
+// balance alone, and balancing below already moves tasks where load says.
+// It moves l's planned load to the new owner.
+func (g *group) orphanOwner(t, l int32) int32 {
+	i := g.warmestEntry(t)
+	if i == none || g.warmthAt(i).compare(warmth{g.learnerKey[t].lag, copyLearner}) >= 0 {
+		return l
+	}
+	m := g.warm.items[i]
+	g.load[l]--
+	g.load[m]++
+	return m
 }
 
 // handOverLeaving starts moving every task of a leaving member to a staying

@@ -20,13 +20,16 @@
 //
 //  1. One owner: every task has exactly one active owner whenever the group
 //     has a member; no member holds a task twice.
-//  2. Learners keep running until promoted, their task disappears or their
-//     member leaves; a task being learned never moves elsewhere.
+//  2. Learners keep running until promoted, their task disappears, their
+//     member leaves or a warmer copy takes their ownerless task (rule 5); a
+//     task being learned never moves elsewhere.
 //  3. A ready learner is promoted; the former owner finds the task revoked.
 //  4. A learner that is not ready waits: its task stays with (or returns to)
 //     the owner, tagged learned again.
-//  5. Ownerless tasks get an owner at once: a member learning them, else the
-//     one with the most local state, else the least loaded.
+//  5. Ownerless tasks get an owner at once: the member with the warmest copy
+//     (smallest reported lag; on ties a member learning it, then a
+//     standby), else the least loaded. A learner outrun by a warmer copy is
+//     dropped.
 //  6. Leaving members get nothing new; each of their tasks gets a learner on
 //     a staying member, and a leaving member with no task left shuts down.
 //  7. Balance: while a move narrows the gap (by capacity), the most loaded

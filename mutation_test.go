@@ -146,6 +146,7 @@ var mutations = []mutation{
 	{"ignore ready flags", []string{"promote"}, beforeAssign(func(m *MemberMetadata) { m.Ready, m.Lag = nil, nil })},
 	{"ignore leaving", []string{"leaving-gains", "hand-over"}, beforeAssign(func(m *MemberMetadata) { m.Leaving = false })},
 	{"ignore learners of orphans", []string{"orphan", "keep-learner", "promote"}, beforeAssign(func(m *MemberMetadata) { m.Learning, m.Ready = nil, nil })},
+	{"orphan to its learner however cold (old rule 5)", []string{"orphan"}, hideOrphanCopies},
 	{"ignore local state (standbys, lags)", []string{"orphan", "hand-over"}, beforeAssign(func(m *MemberMetadata) { m.Standby, m.Lag = nil, nil })},
 	{"forget revoked", []string{"revoked"}, afterAssign(func(in []MemberMetadata, out []Assignment, a *Assignor) {
 		for i := range out {
@@ -319,4 +320,29 @@ func reportedStandby(in []MemberMetadata, id, task string) bool {
 		}
 	}
 	return false
+}
+
+// hideOrphanCopies hides from Assign every copy of an ownerless task but its
+// learners', so the learner takes it even when a standby elsewhere reports a
+// smaller lag: the rule 5 of the design document, before warmest copies.
+func hideOrphanCopies(a *Assignor) learnertest.AssignFunc {
+	return func(in []MemberMetadata) ([]Assignment, error) {
+		in = learnertest.CloneMembers(in)
+		learned, held := map[string]bool{}, map[string]bool{}
+		for _, m := range in {
+			for _, id := range m.Learning {
+				learned[id] = true
+			}
+			for _, id := range slices.Concat(m.Assigned, m.Revoked) {
+				held[id] = true
+			}
+		}
+		orphan := func(id string) bool { return learned[id] && !held[id] }
+		for i := range in {
+			m := &in[i]
+			m.Standby = slices.DeleteFunc(m.Standby, orphan)
+			m.Lag = slices.DeleteFunc(m.Lag, func(l TaskLag) bool { return orphan(l.Task) && !slices.Contains(m.Learning, l.Task) })
+		}
+		return a.Assign(in)
+	}
 }

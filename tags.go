@@ -30,10 +30,12 @@ func (g *group) offerLearner(t, rank int32, k learnerKey) {
 }
 
 // resolveLearners applies the learner rules to the winning learner of each
-// task: a learner of an ownerless task takes it at once (rule 5), a ready
-// learner or one of a stateless task is promoted (rules 3 and 9), and any
-// other learner keeps running beside the owner (rules 2 and 4). Leaving
-// members learn nothing; their learners matter only when no member stays.
+// task: a ready learner, or one of a stateless task, is promoted (rules 3
+// and 9); a not-ready learner of an ownerless stateful task is left to
+// placeOrphans, which gives the task to it or to a warmer copy (rule 5);
+// any other learner keeps running beside the owner (rules 2 and 4).
+// Leaving members learn nothing; their learners matter only when no member
+// stays.
 func (g *group) resolveLearners() {
 	if g.learnerKey != nil { // nil: nobody reported a learner, so none to resolve
 		g.resolveLearnerTags()
@@ -51,14 +53,13 @@ func (g *group) resolveLearnerTags() {
 		if l == none {
 			continue
 		}
-		k := g.learnerKey[t]
+		k, ownerless := g.learnerKey[t], g.owner[t] == none
 		switch {
-		case !k.staying:
+		case !k.staying && !(ownerless && g.staying == 0):
 			g.learner[t] = none
-			if g.owner[t] == none && g.staying == 0 {
-				g.setOwner(int32(t), l)
-			}
-		case g.owner[t] == none || k.ready || !g.tasks[t].Stateful:
+		case ownerless && !k.ready && g.tasks[t].Stateful:
+			// placeOrphans gives it to this learner or to a warmer copy.
+		case ownerless || k.ready || !g.tasks[t].Stateful:
 			g.learner[t] = none
 			g.setOwner(int32(t), l)
 		default:

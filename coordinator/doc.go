@@ -56,7 +56,8 @@
 // No other task pauses: an owner keeps running a learned task until its
 // learner is ready, and tasks not being moved are never stopped. A task
 // whose owner crashed or left has no one to wait for and is granted at
-// once (to its learner if it has one); a stateless task moves in the same
+// once (to its warmest copy: its learner unless another member reports a
+// smaller lag); a stateless task moves in the same
 // two steps with no learner. Everything else is learner.Assign's rules:
 // leaving members hand over through learners, standbys become learners,
 // the learner budget holds, the group settles at a balanced fixed point.

@@ -528,52 +528,83 @@ func (c *checker) learnerRules(t int, o *outputView) {
 	switch {
 	case v.ready[m][t] && !active:
 		c.add("promote", c.memberID(m), id, "ready learner not promoted")
-	case !v.ready[m][t] && !active && !o.learning[m][t]:
+	case !v.ready[m][t] && !active && !o.learning[m][t] && v.owner[t] >= 0:
+		// (An ownerless task goes to its warmest copy, maybe not its
+		// learner: the orphan rule judges that.)
 		c.add("keep-learner", c.memberID(m), id, "not-ready learner dropped")
 	}
 }
 
-// orphanRules checks where a task nobody held went.
+// orphanRules checks where a task nobody held went: to the warmest of its
+// eligible copies (copyKey), its learner on ties; a stateless task to a
+// learner of it if it has one (stateless tasks have no state to be warm).
 func (c *checker) orphanRules(t, owner int) {
 	v := c.in
-	var learners, warm []int
+	var learners, copies []int
 	for _, m := range v.learners[t] {
 		if v.eligible(m) {
 			learners = append(learners, m)
 		}
 	}
-	for _, m := range v.warm[t] {
-		if v.eligible(m) {
-			warm = append(warm, m)
+	for _, m := range slices.Concat(learners, v.warm[t]) {
+		if v.eligible(m) && !slices.Contains(copies, m) {
+			copies = append(copies, m)
 		}
 	}
 	switch {
-	case len(learners) > 0 && !slices.Contains(learners, owner):
-		c.add("orphan", c.memberID(owner), v.tasks[t].ID, "orphan given to %s, not to its learner %s", c.memberID(owner), c.memberID(learners[0]))
-	case len(learners) == 0 && len(warm) > 0 && !v.warmest(t, owner, warm):
-		c.add("orphan", c.memberID(owner), v.tasks[t].ID, "orphan given to %s, not to the member with the most of its state (%s)",
-			c.memberID(owner), c.memberID(warm[0]))
+	case !v.tasks[t].Stateful && len(learners) > 0:
+		if !slices.Contains(learners, owner) {
+			c.add("orphan", c.memberID(owner), v.tasks[t].ID, "stateless orphan given to %s, not to its learner %s", c.memberID(owner), c.memberID(learners[0]))
+		}
+	case len(copies) > 0 && !v.warmest(t, owner, copies):
+		c.add("orphan", c.memberID(owner), v.tasks[t].ID, "orphan given to %s, not to the warmest copy of it (%s)",
+			c.memberID(owner), c.memberID(v.warmestOf(t, copies)))
 	}
 }
 
-// warmest reports whether m is among the best of the candidates with local
-// state for t, by the README's order: the smallest reported lag first (no
-// report counts as the largest), then a standby.
-func (v *inputView) warmest(t, m int, candidates []int) bool {
-	key := func(m int) (int64, bool) {
-		lag, ok := v.lag[m][t]
-		if !ok {
-			lag = 1<<63 - 1
-		}
-		return lag, slices.Contains(v.standby[t], m)
+// copyKey orders member m's copy of task t by the documented rule, warmest
+// first: the smallest reported lag (a ready learner counts as lag 0; no
+// report ranks after every reported lag), then a learner, then a standby,
+// then state left on disk. The first element is 1 when no lag is reported.
+func (v *inputView) copyKey(t, m int) [3]int64 {
+	learning := slices.Contains(v.learners[t], m)
+	lag, ok := v.lag[m][t]
+	if learning && v.ready[m][t] {
+		lag, ok = 0, true
 	}
-	lm, sm := key(m)
+	key := [3]int64{0, lag, 2}
+	if !ok {
+		key[0], key[1] = 1, 0
+	}
+	switch {
+	case learning:
+		key[2] = 0
+	case slices.Contains(v.standby[t], m):
+		key[2] = 1
+	}
+	return key
+}
+
+// warmest reports whether m is among the warmest of the candidates (copyKey).
+func (v *inputView) warmest(t, m int, candidates []int) bool {
+	km := v.copyKey(t, m)
 	for _, o := range candidates {
-		if lo, so := key(o); lo < lm || lo == lm && so && !sm {
+		if ko := v.copyKey(t, o); slices.Compare(ko[:], km[:]) < 0 {
 			return false
 		}
 	}
 	return slices.Contains(candidates, m)
+}
+
+// warmestOf returns the first of the warmest candidates, for messages.
+func (v *inputView) warmestOf(t int, candidates []int) int {
+	best := candidates[0]
+	for _, o := range candidates[1:] {
+		if ko, kb := v.copyKey(t, o), v.copyKey(t, best); slices.Compare(ko[:], kb[:]) < 0 {
+			best = o
+		}
+	}
+	return best
 }
 
 // racks checks issue 4's rack rule where every staying member has a rack:

@@ -32,7 +32,8 @@
 //	              member with the most of the task's state, if any has some
 //	              (smallest reported lag, then a standby)
 //	keep-learner  a not-ready learner of a staying member is kept, or its
-//	              task is now active there
+//	              task is now active there (unless the task had no owner:
+//	              rule orphan decides)
 //	promote       a ready learner of a staying member owns its task
 //	              (keep-learner and promote exempt tasks that several
 //	              members reported learning, and stateless tasks, which
@@ -44,10 +45,13 @@
 //	revoked       Revoked is exactly what the member held (Assigned or
 //	              Revoked at join, unknown tasks included) minus its new
 //	              Assigned
-//	orphan        a task nobody held goes to one of its learners if it has
-//	              an eligible one, else to the eligible member with the
-//	              most of its state (smallest reported lag, then a
-//	              standby) if any has some
+//	orphan        a stateful task nobody held goes to its warmest eligible
+//	              copy, if any member has one: the smallest reported lag
+//	              (a ready learner counts as 0, no report as the largest),
+//	              then a learner, then a standby; so its learner takes it
+//	              unless another member reports a smaller lag. A stateless
+//	              one goes to an eligible learner of it if any, else the
+//	              same way
 //	standby       each stateful task has min(Standbys, eligible) standbys,
 //	              on staying members other than its owner and learner;
 //	              stateless tasks have none; more only as warm-copies
