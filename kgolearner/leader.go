@@ -227,9 +227,8 @@ func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learn
 			}
 			deferred[t] = withheld
 			touched[i] = true
-			to := &sent[i]
-			to.Assigned = remove(to.Assigned, id)
-			to.Learned = remove(to.Learned, id)
+			to := &sent[i] // learns the task instead of running it
+			to.Assigned, to.Learned = remove(to.Assigned, id), remove(to.Learned, id)
 			to.Learning = append(to.Learning, id)
 			k := slices.IndexFunc(claims[t], func(c claim) bool { return c.id != as.MemberID && c.current })
 			if k < 0 {
@@ -241,11 +240,9 @@ func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learn
 			}
 			deferred[t] = kept
 			touched[j] = true
-			from := &sent[j]
-			from.Assigned = append(from.Assigned, id)
-			from.Learned = append(from.Learned, id)
-			from.Revoked = remove(from.Revoked, id)
-			from.Standby = remove(from.Standby, id)
+			from := &sent[j] // keeps running it, tagged learned, for one generation
+			from.Assigned, from.Learned = append(from.Assigned, id), append(from.Learned, id)
+			from.Revoked, from.Standby = remove(from.Revoked, id), remove(from.Standby, id)
 		}
 	}
 	// Assign's lists are in topology order; only the ones a deferral
