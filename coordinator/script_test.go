@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/scenario"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,73 +55,28 @@ func TestScripts(t *testing.T) {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
 			src, err := os.ReadFile(file)
 			require.NoError(t, err)
-			blocks, err := parseBlocks(string(src))
+			sc, err := scenario.ParseAny(string(src))
 			require.NoError(t, err, file)
+			blocks := sc.Blocks
 			s := &script{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), members: map[string]*Member{}, sent: map[string][]Heartbeat{}}
 			for i := range blocks {
 				b := &blocks[i]
-				got := s.run(t, b.cmd)
+				require.Empty(t, b.Input, "%s:%d: %s: a command is one line, followed by ----", file, b.Line, b.Cmd)
+				got := s.run(t, b.Cmd)
 				if err := s.safe(); err != nil {
-					t.Fatalf("%s:%d: %s: %v", file, b.line, b.cmd, err)
+					t.Fatalf("%s:%d: %s: %v", file, b.Line, b.Cmd, err)
 				}
 				if *update {
-					b.want = got
-				} else if got != b.want {
-					t.Errorf("%s:%d: %s\ngot:\n%swant:\n%s", file, b.line, b.cmd, got, b.want)
+					b.Output = got
+				} else if got != b.Output {
+					t.Errorf("%s:%d: %s\ngot:\n%swant:\n%s", file, b.Line, b.Cmd, got, b.Output)
 				}
 			}
 			if *update {
-				require.NoError(t, os.WriteFile(file, []byte(formatBlocks(blocks)), 0o644))
+				require.NoError(t, os.WriteFile(file, []byte(sc.String()), 0o644))
 			}
 		})
 	}
-}
-
-type block struct {
-	comments []string
-	cmd      string
-	line     int
-	want     string
-}
-
-func parseBlocks(src string) ([]block, error) {
-	var out []block
-	var cur block
-	lines := strings.Split(src, "\n")
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		switch {
-		case strings.HasPrefix(l, "#"):
-			cur.comments = append(cur.comments, l)
-		case strings.TrimSpace(l) == "":
-		default:
-			cur.cmd, cur.line = l, i+1
-			if i+1 >= len(lines) || lines[i+1] != "----" {
-				return nil, fmt.Errorf("line %d: command %q not followed by ----", i+1, l)
-			}
-			i += 2
-			for ; i < len(lines) && lines[i] != ""; i++ {
-				cur.want += lines[i] + "\n"
-			}
-			out = append(out, cur)
-			cur = block{}
-		}
-	}
-	return out, nil
-}
-
-func formatBlocks(bs []block) string {
-	var sb strings.Builder
-	for i, b := range bs {
-		if i > 0 {
-			sb.WriteString("\n")
-		}
-		for _, c := range b.comments {
-			sb.WriteString(c + "\n")
-		}
-		sb.WriteString(b.cmd + "\n----\n" + b.want)
-	}
-	return sb.String()
 }
 
 type script struct {

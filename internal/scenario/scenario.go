@@ -50,8 +50,17 @@ func IsScript(src string) bool {
 	return false
 }
 
-// Parse reads a script. Errors are *learner.SyntaxError values.
-func Parse(src string) (Script, error) {
+// Parse reads a script of assign blocks. Errors are *learner.SyntaxError
+// values.
+func Parse(src string) (Script, error) { return parse(src, "assign") }
+
+// ParseAny reads a datadriven script whose commands the caller interprets
+// (the coordinator's scripts): every line that is neither blank nor a
+// comment starts a block, and is its Cmd.
+func ParseAny(src string) (Script, error) { return parse(src, "") }
+
+// parse reads a script; a non-empty only is the one command allowed.
+func parse(src, only string) (Script, error) {
 	var s Script
 	lines := strings.Split(strings.TrimSuffix(src, "\n"), "\n")
 	var prefix strings.Builder
@@ -63,15 +72,15 @@ func Parse(src string) (Script, error) {
 		}
 		b := Block{Prefix: prefix.String(), Cmd: strings.TrimSpace(l), Line: i + 1}
 		prefix.Reset()
-		if b.Cmd != "assign" {
-			return Script{}, &learner.SyntaxError{Line: b.Line, Msg: fmt.Sprintf("unknown command %s (want assign)", errtext.Quote(b.Cmd))}
+		if only != "" && b.Cmd != only {
+			return Script{}, &learner.SyntaxError{Line: b.Line, Msg: fmt.Sprintf("unknown command %s (want %s)", errtext.Quote(b.Cmd), only)}
 		}
 		var in strings.Builder
 		for i++; i < len(lines) && lines[i] != "----"; i++ {
 			in.WriteString(lines[i] + "\n")
 		}
 		if i == len(lines) {
-			return Script{}, &learner.SyntaxError{Line: b.Line, Msg: "assign without ----"}
+			return Script{}, &learner.SyntaxError{Line: b.Line, Msg: b.Cmd + " without ----"}
 		}
 		var out strings.Builder
 		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
