@@ -36,8 +36,11 @@ type Scenario struct {
 	// every strategy (Kafka Streams' num.standby.replicas).
 	Standbys int
 	// ReplayLag is how far a replica that has caught up (a standby, a
-	// learner, a warm-up, state on disk) trails the active: taking the task
-	// over costs this much replay before it processes.
+	// learner, a warm-up, state on disk) trails the active while the active
+	// writes. A replica keeps replaying after the active stops (released at
+	// a join, revoked, crashed, left), so taking the task over costs what is
+	// left of this much replay; state on disk, which replays nothing until
+	// assigned, pays all of it.
 	ReplayLag time.Duration
 	// Handover is the learner strategies' round structure: how a ready
 	// learner's task reaches it (see Handover).

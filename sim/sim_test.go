@@ -172,11 +172,10 @@ func TestDeterministic(t *testing.T) {
 	assert.NotEqual(t, a[0].Metrics, c[0].Metrics, "seeds %d and %d give the same metrics", Defaults.Seed, p.Seed)
 }
 
-// TestOneJoin checks each strategy's model on one member joining, worked out
-// by hand: two members with two 100 MB tasks each, restore rate 10 MB/s (a
-// task restores in 10s), a rebalance costs 1s, S3 joins at 1m.
-func TestOneJoin(t *testing.T) {
-	const src = `
+// oneJoin is one member joining: two members with two 100 MB tasks each,
+// restore rate 10 MB/s (a task restores in 10s), a rebalance costs 1s, S3
+// joins at 1m.
+const oneJoin = `
 duration 30m
 pause 1s
 probing-interval 10m
@@ -184,6 +183,9 @@ tasks T1-T4 size 100
 members S1 S2 rate 10
 at 1m join S3 rate 10
 `
+
+// TestOneJoin checks each strategy's model on oneJoin, worked out by hand.
+func TestOneJoin(t *testing.T) {
 	by := func(c Cause, d time.Duration) (b [numCauses]time.Duration) {
 		b[c] = d
 		return b
@@ -222,7 +224,7 @@ at 1m join S3 rate 10
 	coordinator := Metrics{Downtime: 100 * time.Millisecond, DowntimeBy: by(CausePromotion, 100*time.Millisecond), StatefulDown: 100 * time.Millisecond,
 		Moves: 1, Duplicate: 12480 * time.Millisecond, Unbalanced: 12600 * time.Millisecond}
 	for h, lw := range map[Handover]Metrics{HandoverOneRound: oneRound, HandoverFollowUp: followUp, HandoverWithhold: withheld} {
-		sc := parse(t, src+"handover "+h.String())
+		sc := parse(t, oneJoin+"handover "+h.String())
 		want := map[Strategy]Metrics{LearnerStable: lw, LearnerEager: lw, Coordinator: coordinator}
 		for s, m := range classic {
 			want[s] = m
@@ -239,16 +241,47 @@ at 1m join S3 rate 10
 	}
 }
 
+// TestReplicaReplaysWhileReleased: a caught-up replica trails its active by
+// the replay lag only while the active writes. Once the owner stops the task
+// (it releases it at a join, or revokes it), the replica, whose restore
+// consumer keeps running through the rebalance, replays the rest: a warm
+// hand-over is down for the longer of the hand-over and the replay lag, not
+// their sum. A cold move restores the whole state; the lag adds nothing.
+func TestReplicaReplaysWhileReleased(t *testing.T) {
+	// The hand-over of the moved task without replay lag (TestOneJoin).
+	handover := map[Strategy]time.Duration{LearnerStable: time.Second, LearnerEager: time.Second,
+		WarmUp: time.Second, Coordinator: 100 * time.Millisecond}
+	cold := map[Strategy]time.Duration{StopTheWorld: 14 * time.Second, Cooperative: 11 * time.Second}
+	for _, h := range []Handover{HandoverOneRound, HandoverFollowUp, HandoverWithhold} {
+		for _, lag := range []time.Duration{500 * time.Millisecond, 3 * time.Second} {
+			sc := parse(t, fmt.Sprintf("%shandover %v\nreplay-lag %v\n", oneJoin, h, lag))
+			for _, s := range Strategies() {
+				want, ok := cold[s]
+				if !ok {
+					gap := handover[s]
+					if h == HandoverWithhold && (s == LearnerStable || s == LearnerEager) {
+						gap = 2 * time.Second // the follow-up hands it over
+					}
+					want = max(gap, lag)
+				}
+				got := mustRun(t, sc, s).Metrics.Downtime
+				assert.Equal(t, want, got, "Run(one join, handover %v, replay lag %v, %v).Metrics.Downtime", h, lag, s)
+			}
+		}
+	}
+}
+
 // TestStandbyMakesCrashWarm: with one standby, a crashed member's tasks go
-// to their standbys, which only replay their lag: no cold hand-over, and
-// the downtime is the session timeout, the rebalance and the replay lag.
+// to their standbys: no cold hand-over. A standby replays from the crash on,
+// while the group notices it and rebalances: the tasks are down for the
+// session timeout and the rebalance, or for the replay lag if it is longer.
 func TestStandbyMakesCrashWarm(t *testing.T) {
 	sc := parse(t, `
 duration 10m
 pause 1s
 session-timeout 3s
 standbys 1
-replay-lag 2s
+replay-lag 5s
 handover one-round
 restore-rate 10
 tasks T1-T4 size 100
@@ -258,15 +291,23 @@ at 5m crash S2
 	for _, s := range Strategies() {
 		m := mustRun(t, sc, s).Metrics
 		assert.Zero(t, m.Cold, "%v: cold hand-overs", s)
-		// T3 and T4 are down from 5m: 3s until the session times out,
-		// 1s of rebalance, 2s of replay on S1. The coordinator times the
-		// session from S2's last heartbeat, 0.46s before the crash, and
-		// needs no rebalance: S1 gets the tasks at its next heartbeat.
-		want := 2 * 6 * time.Second
-		if s == Coordinator {
-			want = 2 * 4960 * time.Millisecond
-		}
+		// T3 and T4 are down from 5m: S1 takes them over after 3s until
+		// the session times out and 1s of rebalance (the coordinator times
+		// the session from S2's last heartbeat, 0.46s before the crash, and
+		// needs no rebalance: S1 gets them at its next heartbeat, 2.96s
+		// after the crash), and replays what is left of the 5s lag.
+		want := 2 * 5 * time.Second
 		assert.Equal(t, want, m.DowntimeBy[CauseCrash], "%v: crash downtime (all: %v)", s, m.DowntimeBy)
+	}
+	sc.ReplayLag = 2 * time.Second
+	for _, s := range Strategies() {
+		m := mustRun(t, sc, s).Metrics
+		// The 2s lag is replayed by the time S1 takes over.
+		want := 2 * 4 * time.Second
+		if s == Coordinator {
+			want = 2 * 2960 * time.Millisecond
+		}
+		assert.Equal(t, want, m.DowntimeBy[CauseCrash], "%v, replay lag 2s: crash downtime (all: %v)", s, m.DowntimeBy)
 	}
 	sc.Standbys = 0
 	for _, s := range Strategies() {
