@@ -126,7 +126,7 @@ const (
 //	leave-deadline 10m           # learner strategies' time-bounded leave (default 0: none)
 //	standbys 1                   # standby replicas of each stateful task (default 0)
 //	replay-lag 1s                # how far a caught-up replica trails the active (default 0)
-//	handover withhold            # learner strategies: one-round, follow-up or withhold (default withhold)
+//	handover follow-up           # learner strategies: follow-up, one-round, withhold or follow-up-ready (default follow-up)
 //	restore-rate 50              # default rate of members that name none (default 50)
 //	tasks T1-T80 size 100-8000 seed 1   # stateful, sizes drawn uniformly with the seed
 //	tasks T81 T82 size 500       # stateful, one size

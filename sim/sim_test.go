@@ -63,8 +63,9 @@ at 20m leave S4
 
 func scenarios(t *testing.T) map[string]*Scenario {
 	return map[string]*Scenario{"default": defaultScenario(t, Defaults), "busy": parse(t, busy),
-		"busy, one standby, one-round":  parse(t, busy+"standbys 1\nreplay-lag 1s\nhandover one-round\n"),
-		"busy, two standbys, follow-up": parse(t, busy+"standbys 2\nhandover follow-up\n")}
+		"busy, one standby, one-round":       parse(t, busy+"standbys 1\nreplay-lag 1s\nhandover one-round\n"),
+		"busy, two standbys, follow-up":      parse(t, busy+"standbys 2\nhandover follow-up\n"),
+		"busy, one standby, follow-up-ready": parse(t, busy+"standbys 1\nreplay-lag 1s\nhandover follow-up-ready\n")}
 }
 
 func TestConservation(t *testing.T) {
@@ -238,6 +239,41 @@ func TestOneJoin(t *testing.T) {
 			w.LongestUnbalanced = w.Unbalanced // one story, one stretch
 			assert.Equal(t, w, got, "Run(one join, handover %v, %v).Metrics", h, s)
 		}
+	}
+}
+
+// TestFollowUpReadyKeepsUnreadyLearnedTasks: S3 and S4 join and learn T1
+// (10s of replay) and T3 (100s). At 1m11s S3 is ready: S1 releases T1 at
+// its join and S3 takes it over, and S2 releases T3 too, whose learner is
+// not ready (1s of join pause). T1's move makes kgo follow at once with a
+// rebalance in which nothing can move: with follow-up, S2 releases T3 at its
+// join again (1s more); with follow-up-ready, the leader of the first round
+// did not tag T3 learned again, so S2 runs it through the follow-up. At
+// 2m41s S4 is ready and takes T3 over, and kgo follows again.
+func TestFollowUpReadyKeepsUnreadyLearnedTasks(t *testing.T) {
+	const src = `
+duration 30m
+pause 1s
+tasks T1 T2 size 100
+tasks T3 size 1000
+tasks T4 size 100
+members S1 S2 rate 10
+at 1m join S3 S4 rate 10
+`
+	for h, join := range map[Handover]time.Duration{HandoverFollowUp: 2 * time.Second, HandoverFollowUpReady: time.Second} {
+		r := mustRun(t, parse(t, src+"handover "+h.String()), LearnerStable)
+		m := r.Metrics
+		assert.Equal(t, join, m.DowntimeBy[CauseJoin], "Run(%v).Metrics.DowntimeBy[join pause]", h)
+		assert.Equal(t, 2*time.Second, m.DowntimeBy[CausePromotion], "Run(%v).Metrics.DowntimeBy[promotion]", h)
+		assert.Equal(t, 5, m.Rebalances, "Run(%v).Metrics.Rebalances", h)
+		require.Len(t, r.Rounds, 5, "Run(%v).Rounds", h)
+		var s2 learner.MemberMetadata
+		for _, j := range r.Rounds[2].Joins {
+			if j.ID == "S2" {
+				s2 = j
+			}
+		}
+		assert.Equal(t, h == HandoverFollowUpReady, contains(s2.Assigned, "T3"), "Run(%v): S2 runs T3 through kgo's follow-up, got join %+v", h, s2)
 	}
 }
 
@@ -430,7 +466,7 @@ func TestParseErrors(t *testing.T) {
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 30m join S2\n\nat 2h crash S1", "line 6: crash event at 2h0m0s is after the duration 1h0m0s"},
 		{"at 2h crash-leader\nduration 1h\ntasks T1 size 1\nmembers S1", "line 1: crash-leader event at 2h0m0s is after the duration 1h0m0s"},
 		{"duration 1h\nstandbys 9\ntasks T1 size 1\nmembers S1", "line 2: standbys: want 0 to 8"},
-		{"duration 1h\nhandover twice\ntasks T1 size 1\nmembers S1", `line 2: handover: want one-round, follow-up, withhold, got "twice"`},
+		{"duration 1h\nhandover twice\ntasks T1 size 1\nmembers S1", `line 2: handover: want one-round, follow-up, withhold, follow-up-ready, got "twice"`},
 		{"duration 1h\npause 2h\ntasks T1 size 1\nmembers S1", "pause 2h0m0s: want 0s to 1h0m0s"},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m restart S1 after 0s", `line 4: restart: after: want a positive duration, got "0s"`},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m leave S1 deadline soon", `line 4: leave: deadline: want a positive duration, got "soon"`},
