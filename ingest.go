@@ -65,19 +65,6 @@ const (
 	claimActiveStaying
 )
 
-// claim records that member rank reports task t in Assigned (active claim
-// classes) or Revoked (revoked classes). The best class wins; members are
-// offered in rank order, so the first-ranked member wins ties.
-func (g *group) claim(t, rank int32, ifStaying, ifLeaving uint8) {
-	c := ifStaying
-	if g.leaving[rank] {
-		c = ifLeaving
-	}
-	if c > g.ownerClass[t] {
-		g.owner[t], g.ownerClass[t] = rank, c
-	}
-}
-
 // List kinds recorded in the per-task stamp while one member is validated.
 const (
 	kindAssigned uint8 = 1 + iota
@@ -123,6 +110,7 @@ type reader struct {
 	unknownKinds map[string]uint8 // lists (kind*) of its tasks the topology lacks
 	standby      []int32
 	learning     []int32
+	merge        []int32 // scratch for sortHeld
 }
 
 func newReader(g *group) reader {
@@ -256,54 +244,118 @@ func (rd *reader) readProfile() error {
 // tasks the member holds, which claim ownership), Standby and Learning. A
 // task may be in at most one of them, once; the error names the two lists
 // in this order.
+//
+// One loop per kind of list instead of one over a table of lists: the hot
+// loop then keeps its slice and claim class in registers, and ingest is
+// most of Assign's time for a group with little to move.
 func (rd *reader) readLists() error {
 	m := rd.m
 	heldFrom := len(rd.held.items)
-	rd.standby, rd.learning = rd.standby[:0], rd.learning[:0]
-	lists := [...]struct {
-		kind  uint8
-		ids   []string
-		into  *[]int32
-		claim [2]uint8 // claim classes of a held task when staying, when leaving
-	}{
-		{kindAssigned, m.Assigned, &rd.held.items, [2]uint8{claimActiveStaying, claimActiveLeaving}},
-		{kindRevoked, m.Revoked, &rd.held.items, [2]uint8{claimRevokedStaying, claimRevokedLeaving}},
-		{kindStandby, m.Standby, &rd.standby, [2]uint8{claimNone, claimNone}},
-		{kindLearning, m.Learning, &rd.learning, [2]uint8{claimNone, claimNone}},
+	if err := rd.readHeld(m.Assigned, kindAssigned, claimActiveStaying, claimActiveLeaving); err != nil {
+		return err
 	}
-	for i := range lists {
-		l := &lists[i]
-		held := l.claim[0] != claimNone
-		for _, id := range l.ids {
-			t, err := rd.lookup(id, kindNames[l.kind])
-			if err != nil {
-				return err
-			}
-			if k := rd.listed(t, id) & kindMask; k == l.kind {
-				return memberErr(m, rd.pos, "task %s listed twice in %s", errtext.Quote(id), kindNames[k])
-			} else if k != 0 {
-				return memberErr(m, rd.pos, "task %s listed in both %s and %s", errtext.Quote(id), kindNames[k], kindNames[l.kind])
-			}
-			rd.list(t, id, l.kind)
-			switch {
-			case t != none:
-				*l.into = append(*l.into, t)
-				if held {
-					rd.claim(t, rd.rank, l.claim[0], l.claim[1])
-				}
-			case held: // it comes back in the member's Revoked
-				if rd.unknown == nil {
-					rd.unknown = map[int32][]string{}
-				}
-				rd.unknown[rd.rank] = append(rd.unknown[rd.rank], id)
-			}
-		}
+	revokedFrom := len(rd.held.items)
+	if err := rd.readHeld(m.Revoked, kindRevoked, claimRevokedStaying, claimRevokedLeaving); err != nil {
+		return err
 	}
-	if held := rd.held.items[heldFrom:]; !slices.IsSorted(held) { // as above: usually sorted already
-		slices.Sort(held)
+	var err error
+	if rd.standby, err = rd.readRole(m.Standby, kindStandby, rd.standby[:0]); err != nil {
+		return err
 	}
+	if rd.learning, err = rd.readRole(m.Learning, kindLearning, rd.learning[:0]); err != nil {
+		return err
+	}
+	rd.sortHeld(heldFrom, revokedFrom)
 	rd.held.start[rd.rank+1] = int32(len(rd.held.items))
 	return nil
+}
+
+// readHeld reads Assigned or Revoked (kind k): each known task goes to the
+// member's held row and claims ownership with the list's class when the
+// member stays or leaves; an unknown one comes back in its Revoked.
+func (rd *reader) readHeld(ids []string, k, ifStaying, ifLeaving uint8) error {
+	class := ifStaying
+	if rd.m.Leaving {
+		class = ifLeaving
+	}
+	for _, id := range ids {
+		t, err := rd.mark(id, k)
+		if err != nil {
+			return err
+		}
+		if t == none {
+			if rd.unknown == nil {
+				rd.unknown = map[int32][]string{}
+			}
+			rd.unknown[rd.rank] = append(rd.unknown[rd.rank], id)
+			continue
+		}
+		rd.held.items = append(rd.held.items, t)
+		if class > rd.ownerClass[t] { // the best class wins; members come in rank order, so the first wins ties
+			rd.owner[t], rd.ownerClass[t] = rd.rank, class
+		}
+	}
+	return nil
+}
+
+// readRole reads Standby or Learning (kind k), appending its known tasks to
+// into; unknown ones are dropped.
+func (rd *reader) readRole(ids []string, k uint8, into []int32) ([]int32, error) {
+	for _, id := range ids {
+		t, err := rd.mark(id, k)
+		if err != nil {
+			return into, err
+		}
+		if t != none {
+			into = append(into, t)
+		}
+	}
+	return into, nil
+}
+
+// mark looks up a task the member lists in kind k, checks that no list of
+// the member had it before and records it; it returns none for a
+// well-formed ID the topology lacks.
+func (rd *reader) mark(id string, k uint8) (int32, error) {
+	t, err := rd.lookup(id, kindNames[k])
+	if err != nil {
+		return none, err
+	}
+	if was := rd.listed(t, id) & kindMask; was == k {
+		return none, memberErr(rd.m, rd.pos, "task %s listed twice in %s", errtext.Quote(id), kindNames[k])
+	} else if was != 0 {
+		return none, memberErr(rd.m, rd.pos, "task %s listed in both %s and %s", errtext.Quote(id), kindNames[was], kindNames[k])
+	}
+	rd.list(t, id, k)
+	return t, nil
+}
+
+// sortHeld sorts the member's held row, held.items[from:], of which
+// [from:revoked] came from Assigned and the rest from Revoked. Reports
+// usually list each in topology order, so the row is usually sorted
+// already (one comparison per task) or two sorted runs, merged in linear
+// time through a scratch buffer; only other rows pay for a sort.
+func (rd *reader) sortHeld(from, revoked int) {
+	row := rd.held.items[from:]
+	a, b := row[:revoked-from], row[revoked-from:]
+	switch {
+	case slices.IsSorted(row):
+	case slices.IsSorted(a) && slices.IsSorted(b):
+		rd.merge = append(rd.merge[:0], a...)
+		a = rd.merge
+		i, j := 0, 0
+		for k := range row {
+			if j == len(b) || i < len(a) && a[i] < b[j] {
+				row[k] = a[i]
+				i++
+			} else {
+				row[k] = b[j]
+				j++
+			}
+		}
+	default:
+		slices.Sort(row)
+	}
 }
 
 // readReady checks that Ready is a subset of Learning, without repeats.
