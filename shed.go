@@ -21,6 +21,7 @@ type shedder struct {
 	movable  []int32   // movable tasks, by member and segment
 	segs     []segment // member m's are segs[segStart[m]:segStart[m+1]]
 	segStart []int32
+	segMid   []int32 // member m's stateful segments start at segs[segMid[m]]
 }
 
 type segment struct {
@@ -38,11 +39,18 @@ func (g *group) sheddable(t, o int32) bool {
 // newShedder lays out the movable tasks of the members for which gives is
 // true. A movable task was never placed this round, so its owner is the
 // member that reported it: it is in the owner's held row, which ingest left
-// sorted in topology order. Each giver's list is therefore its held row
-// filtered, stateless tasks first (they move for free), then stateful ones,
-// cut into a segment where the kind or, with spread on, the subtopology
-// changes. Subtopologies usually follow topology order; a member whose
-// tasks do not is sorted by subtopology.
+// sorted in topology order. Each giver's list is therefore its held row,
+// stateless tasks first (they move for free), then stateful ones, cut into
+// a segment where the kind or, with spread on, the subtopology changes.
+// Subtopologies usually follow topology order; a member whose tasks do not
+// is sorted by subtopology.
+//
+// The lists keep tasks that are not movable (learned, placed this round,
+// claimed by another member): pick skips them anyway, since tasks stop
+// being movable while balancing runs, and filtering here would cost several
+// random reads per held task, most of which are never looked at again.
+// When the topology has one kind of task, a giver's list is a copy of its
+// row and the only per-task read is its subtopology, to cut segments.
 //
 // The work is linear in the givers' held tasks: a member that cannot give
 // (see balance) costs nothing, and no pass runs over the whole topology.
@@ -63,27 +71,38 @@ func newShedder(g *group, sp *spread, gives []bool) shedder {
 		segs = size
 	}
 	s := shedder{group: g, spread: sp, movable: make([]int32, 0, size), segs: make([]segment, 0, segs),
-		segStart: make([]int32, n+1)}
+		segStart: make([]int32, n+1), segMid: make([]int32, n)}
 	for m := range int32(n) {
 		if gives[m] {
 			row := g.held.row(m)
 			from := int32(len(s.movable))
-			s.movable = s.appendMovable(s.movable, row, m, false)
-			mid := int32(len(s.movable))
-			s.movable = s.appendMovable(s.movable, row, m, true)
-			s.cutSegments(from, mid, true)
-			s.cutSegments(mid, int32(len(s.movable)), false)
+			switch g.stateless {
+			case len(g.tasks): // every task stateless
+				s.movable = append(s.movable, row...)
+				s.cutSegments(from, int32(len(s.movable)), true)
+				s.segMid[m] = int32(len(s.segs))
+			case 0: // every task stateful
+				s.movable = append(s.movable, row...)
+				s.segMid[m] = int32(len(s.segs))
+				s.cutSegments(from, int32(len(s.movable)), false)
+			default:
+				s.movable = s.appendKind(s.movable, row, false)
+				mid := int32(len(s.movable))
+				s.movable = s.appendKind(s.movable, row, true)
+				s.cutSegments(from, mid, true)
+				s.segMid[m] = int32(len(s.segs))
+				s.cutSegments(mid, int32(len(s.movable)), false)
+			}
 		}
 		s.segStart[m+1] = int32(len(s.segs))
 	}
 	return s
 }
 
-// appendMovable appends the tasks of row that m may give and whose
-// statefulness is stateful.
-func (s *shedder) appendMovable(movable, row []int32, m int32, stateful bool) []int32 {
+// appendKind appends the tasks of row whose statefulness is stateful.
+func (s *shedder) appendKind(movable, row []int32, stateful bool) []int32 {
 	for _, t := range row {
-		if s.tasks[t].Stateful == stateful && s.sheddable(t, m) {
+		if s.tasks[t].Stateful == stateful {
 			movable = append(movable, t)
 		}
 	}
@@ -91,6 +110,9 @@ func (s *shedder) appendMovable(movable, row []int32, m int32, stateful bool) []
 }
 
 // cutSegments appends the segments of movable[from:to], tasks of one kind.
+// With spread on it cuts runs of one subtopology in one pass, reading each
+// task's subtopology once; a range whose subtopologies turn out not to be
+// in order is sorted by subtopology (stably) and cut again.
 func (s *shedder) cutSegments(from, to int32, stateless bool) {
 	if !s.spread.on {
 		if from < to {
@@ -98,15 +120,20 @@ func (s *shedder) cutSegments(from, to int32, stateless bool) {
 		}
 		return
 	}
-	if tasks := s.movable[from:to]; !slices.IsSortedFunc(tasks, s.bySub) {
-		slices.SortStableFunc(tasks, s.bySub)
-	}
+	first := len(s.segs)
 	for i := from; i < to; {
+		sub := s.sub[s.movable[i]]
+		if len(s.segs) > first && sub < s.segs[len(s.segs)-1].sub {
+			s.segs = s.segs[:first]
+			slices.SortStableFunc(s.movable[from:to], s.bySub)
+			s.cutSegments(from, to, stateless)
+			return
+		}
 		j := i + 1
-		for j < to && s.sub[s.movable[j]] == s.sub[s.movable[i]] {
+		for j < to && s.sub[s.movable[j]] == sub {
 			j++
 		}
-		s.segs = append(s.segs, segment{sub: s.sub[s.movable[i]], next: i, end: j, stateless: stateless})
+		s.segs = append(s.segs, segment{sub: sub, next: i, end: j, stateless: stateless})
 		i = j
 	}
 }
@@ -128,12 +155,10 @@ func (s *shedder) pick(h, l int32) int32 {
 			}
 		}
 	}
-	segs := s.segs[s.segStart[h]:s.segStart[h+1]]
-	stateful := sort.Search(len(segs), func(i int) bool { return !segs[i].stateless })
-	if t := s.pickFrom(segs[:stateful], h, l); t != none || !learnOK {
+	if t := s.pickFrom(s.segs[s.segStart[h]:s.segMid[h]], h, l); t != none || !learnOK {
 		return t
 	}
-	return s.pickFrom(segs[stateful:], h, l)
+	return s.pickFrom(s.segs[s.segMid[h]:s.segStart[h+1]], h, l)
 }
 
 // pickFrom returns h's best movable task among segs (of one kind), or none.

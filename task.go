@@ -28,6 +28,9 @@ type topology struct {
 	index taskIndex
 	sub   []int32 // per task: dense subtopology number, when every ID has the form
 	nSubs int     // distinct subtopologies; 0 when some ID lacks the form
+	// stateless counts the stateless tasks, so that code that only needs
+	// the kind of a task can skip reading it when all tasks are alike.
+	stateless int
 }
 
 // newTopology interns the tasks, which must have valid and unique IDs.
@@ -48,6 +51,11 @@ func newTopology(tasks []Task) (topology, error) {
 	}
 	tp.index.seal()
 	tp.sub, tp.nSubs = subtopologies(tp.tasks)
+	for _, t := range tp.tasks {
+		if !t.Stateful {
+			tp.stateless++
+		}
+	}
 	return tp, nil
 }
 
