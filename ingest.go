@@ -1,9 +1,11 @@
 package learner
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/learnerassignor/learner/internal/errtext"
 )
@@ -45,7 +47,13 @@ func rankMembers(in []MemberMetadata) ([]int32, error) {
 	for i := range byRank {
 		byRank[i] = int32(i)
 	}
-	slices.SortFunc(byRank, func(x, y int32) int { return compareIDs(in[x].ID, in[y].ID) })
+	keys := naturalKeys(in)
+	slices.SortFunc(byRank, func(x, y int32) int {
+		if c := bytes.Compare(keys[x], keys[y]); c != 0 {
+			return c
+		}
+		return strings.Compare(in[x].ID, in[y].ID) // compareIDs's tie-break
+	})
 	for r := 1; r < len(in); r++ {
 		if in[byRank[r]].ID == in[byRank[r-1]].ID {
 			p := int(max(byRank[r], byRank[r-1]))
@@ -53,6 +61,22 @@ func rankMembers(in []MemberMetadata) ([]int32, error) {
 		}
 	}
 	return byRank, nil
+}
+
+// naturalKeys returns the members' natural keys (appendNaturalKey), which
+// order them as compareIDs does but for its tie-break, in one buffer.
+func naturalKeys(in []MemberMetadata) [][]byte {
+	size := 0
+	for i := range in {
+		size += 2*len(in[i].ID) + 1 // a key's longest: a run of digits every other byte
+	}
+	buf, keys := make([]byte, 0, size), make([][]byte, len(in))
+	for i := range in {
+		from := len(buf)
+		buf = appendNaturalKey(buf, in[i].ID)
+		keys[i] = buf[from:len(buf):len(buf)]
+	}
+	return keys
 }
 
 // Claim classes, best first: a running active beats a revoked-at-join copy,
