@@ -113,9 +113,9 @@ func (w warmth) compare(o warmth) int {
 // warmthAt returns the warmth of warm-index entry i.
 func (g *group) warmthAt(i int32) warmth {
 	if g.warmIsSb[i] {
-		return warmth{g.warmLag[i], copyStandby}
+		return warmth{g.warmLagAt(i), copyStandby}
 	}
-	return warmth{g.warmLag[i], copyOnDisk}
+	return warmth{g.warmLagAt(i), copyOnDisk}
 }
 
 // warmBetter reports whether warm-index entry i beats entry j of the same

@@ -31,9 +31,9 @@ type group struct {
 	ownerClass []uint8 // how the owner claimed it (claim*), for conflicts
 	learner    []int32 // rank of the learner
 	learnerKey []learnerKey
-	fixed      []bool // placed this round: not to be moved again
-	warm       csr    // members with local state for the task (standby or lag); nil start when none has and no standbys are placed
-	warmLag    []reportedLag
+	fixed      []bool        // placed this round: not to be moved again
+	warm       csr           // members with local state for the task (standby or lag); nil start when none has and no standbys are placed
+	warmLag    []reportedLag // nil when no member reported a lag (see warmLagAt)
 	warmIsSb   []bool
 
 	learnersInFlight int // learners kept or placed, for Options.MaxLearners
@@ -102,6 +102,14 @@ type csr struct {
 }
 
 func (c *csr) row(r int32) []int32 { return c.items[c.start[r]:c.start[r+1]] }
+
+// warmLagAt returns the lag of warm-index entry i.
+func (g *group) warmLagAt(i int32) reportedLag {
+	if g.warmLag == nil {
+		return reportedLag{} // nobody reported one
+	}
+	return g.warmLag[i]
+}
 
 // setOwner makes m the active owner of t for the rest of this call.
 func (g *group) setOwner(t, m int32) {

@@ -24,10 +24,12 @@ type shedder struct {
 	segMid   []int32 // member m's stateful segments start at segs[segMid[m]]
 }
 
+// segment is a run of one giver's movable tasks of one kind (segMid
+// splits the kinds) and, with spread on, one subtopology: often a single
+// task, so there can be one per held task, and it is kept to 12 bytes.
 type segment struct {
 	sub       int32 // subtopology of the segment's tasks; none for "any"
 	next, end int32 // cursor and end in shedder.movable
-	stateless bool
 }
 
 // sheddable reports whether o may give t away: it owns it, stays, nobody
@@ -79,19 +81,19 @@ func newShedder(g *group, sp *spread, gives []bool) shedder {
 			switch g.stateless {
 			case len(g.tasks): // every task stateless
 				s.movable = append(s.movable, row...)
-				s.cutSegments(from, int32(len(s.movable)), true)
+				s.cutSegments(from, int32(len(s.movable)))
 				s.segMid[m] = int32(len(s.segs))
 			case 0: // every task stateful
 				s.movable = append(s.movable, row...)
 				s.segMid[m] = int32(len(s.segs))
-				s.cutSegments(from, int32(len(s.movable)), false)
+				s.cutSegments(from, int32(len(s.movable)))
 			default:
 				s.movable = s.appendKind(s.movable, row, false)
 				mid := int32(len(s.movable))
 				s.movable = s.appendKind(s.movable, row, true)
-				s.cutSegments(from, mid, true)
+				s.cutSegments(from, mid)
 				s.segMid[m] = int32(len(s.segs))
-				s.cutSegments(mid, int32(len(s.movable)), false)
+				s.cutSegments(mid, int32(len(s.movable)))
 			}
 		}
 		s.segStart[m+1] = int32(len(s.segs))
@@ -113,10 +115,10 @@ func (s *shedder) appendKind(movable, row []int32, stateful bool) []int32 {
 // With spread on it cuts runs of one subtopology in one pass, reading each
 // task's subtopology once; a range whose subtopologies turn out not to be
 // in order is sorted by subtopology (stably) and cut again.
-func (s *shedder) cutSegments(from, to int32, stateless bool) {
+func (s *shedder) cutSegments(from, to int32) {
 	if !s.spread.on {
 		if from < to {
-			s.segs = append(s.segs, segment{sub: none, next: from, end: to, stateless: stateless})
+			s.segs = append(s.segs, segment{sub: none, next: from, end: to})
 		}
 		return
 	}
@@ -126,14 +128,14 @@ func (s *shedder) cutSegments(from, to int32, stateless bool) {
 		if len(s.segs) > first && sub < s.segs[len(s.segs)-1].sub {
 			s.segs = s.segs[:first]
 			slices.SortStableFunc(s.movable[from:to], s.bySub)
-			s.cutSegments(from, to, stateless)
+			s.cutSegments(from, to)
 			return
 		}
 		j := i + 1
 		for j < to && s.sub[s.movable[j]] == sub {
 			j++
 		}
-		s.segs = append(s.segs, segment{sub: sub, next: i, end: j, stateless: stateless})
+		s.segs = append(s.segs, segment{sub: sub, next: i, end: j})
 		i = j
 	}
 }

@@ -123,7 +123,7 @@ func (p *standbyPlan) caught(t int32, buf []int32) []int32 {
 		}
 	}
 	for i := p.warm.start[t]; i < p.warm.start[t+1]; i++ {
-		if m := p.warm.items[i]; p.warmIsSb[i] && !p.leaving[m] && p.caughtUp(p.warmLag[i]) {
+		if m := p.warm.items[i]; p.warmIsSb[i] && !p.leaving[m] && p.caughtUp(p.warmLagAt(i)) {
 			buf = append(buf, m)
 		}
 	}
