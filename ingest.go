@@ -99,6 +99,7 @@ const (
 	kindReady = 8
 	kindLag   = 16
 	kindBits  = 5 // the bits the kinds take in reader.stamp
+	kindAll   = 1<<kindBits - 1
 )
 
 // maxMembers keeps rank+1 within reader.stamp's 32-kindBits bits.
@@ -309,20 +310,36 @@ func (rd *reader) readHeld(ids []string, k, ifStaying, ifLeaving uint8) error {
 	if rd.m.Leaving {
 		class = ifLeaving
 	}
+	me := uint32(rd.rank+1) << kindBits
 	for _, id := range ids {
-		t, err := rd.mark(id, k)
-		if err != nil {
-			return err
+		// The usual case inline: a topology task nobody listed before in
+		// this report. Its stamp word is read once, and when it is zero
+		// (no member listed the task before) there is no claim to beat, so
+		// the claim costs no read of ownerClass: one random read per task,
+		// not two.
+		t := rd.index.lookup(id)
+		var st uint32
+		if t != none {
+			st = rd.stamp[t]
 		}
-		if t == none {
-			if rd.unknown == nil {
-				rd.unknown = map[int32][]string{}
+		if t == none || st&^kindAll == me { // unknown, or a repeat: mark says which error
+			var err error
+			if t, err = rd.mark(id, k); err != nil {
+				return err
 			}
-			rd.unknown[rd.rank] = append(rd.unknown[rd.rank], id)
-			continue
+			if t == none {
+				if rd.unknown == nil {
+					rd.unknown = map[int32][]string{}
+				}
+				rd.unknown[rd.rank] = append(rd.unknown[rd.rank], id)
+				continue
+			}
+			st = rd.stamp[t] // not zero: compare the classes below
+		} else {
+			rd.stamp[t] = me | uint32(k)
 		}
 		rd.held.items = append(rd.held.items, t)
-		if class > rd.ownerClass[t] { // the best class wins; members come in rank order, so the first wins ties
+		if st == 0 || class > rd.ownerClass[t] { // the best class wins; members come in rank order, so the first wins ties
 			rd.owner[t], rd.ownerClass[t] = rd.rank, class
 		}
 	}
@@ -332,14 +349,21 @@ func (rd *reader) readHeld(ids []string, k, ifStaying, ifLeaving uint8) error {
 // readRole reads Standby or Learning (kind k), appending its known tasks to
 // into; unknown ones are dropped.
 func (rd *reader) readRole(ids []string, k uint8, into []int32) ([]int32, error) {
+	me := uint32(rd.rank+1) << kindBits
 	for _, id := range ids {
-		t, err := rd.mark(id, k)
-		if err != nil {
-			return into, err
+		t := rd.index.lookup(id)                     // the usual case inline, as in readHeld
+		if t == none || rd.stamp[t]&^kindAll == me { // unknown, or a repeat: mark says which error
+			var err error
+			if t, err = rd.mark(id, k); err != nil {
+				return into, err
+			}
+			if t == none {
+				continue // dropped
+			}
+		} else {
+			rd.stamp[t] = me | uint32(k)
 		}
-		if t != none {
-			into = append(into, t)
-		}
+		into = append(into, t)
 	}
 	return into, nil
 }
