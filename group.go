@@ -23,8 +23,12 @@ type group struct {
 	held     csr     // tasks reported in Assigned or Revoked, sorted
 	warmBy   csr     // per member: tasks it has local state for (standby or lag), smallest lag first
 	unknown  map[int32][]string
-	staying  int // members not leaving
-	capTotal int64
+	// contested is set when two members reported holding one task (in
+	// Assigned or Revoked): the loser's held row then has a task it never
+	// owned this round (see output).
+	contested bool
+	staying   int // members not leaving
+	capTotal  int64
 
 	// Per task.
 	owner      []int32 // rank of the active owner

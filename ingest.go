@@ -339,8 +339,14 @@ func (rd *reader) readHeld(ids []string, k, ifStaying, ifLeaving uint8) error {
 			rd.stamp[t] = me | uint32(k)
 		}
 		rd.held.items = append(rd.held.items, t)
-		if st == 0 || class > rd.ownerClass[t] { // the best class wins; members come in rank order, so the first wins ties
+		switch {
+		case st == 0 || rd.ownerClass[t] == claimNone:
 			rd.owner[t], rd.ownerClass[t] = rd.rank, class
+		case class > rd.ownerClass[t]: // the best class wins; members come in rank order, so the first wins ties
+			rd.owner[t], rd.ownerClass[t] = rd.rank, class
+			rd.contested = true
+		default:
+			rd.contested = true
 		}
 	}
 	return nil
