@@ -203,7 +203,7 @@ func (g *group) handOverLeaving() {
 	}
 	h := g.receivers()
 	for _, t := range g.placementOrder(handed) {
-		if g.tasks[t].Stateful && !g.canLearn() {
+		if g.isStateful(t) && !g.canLearn() {
 			continue
 		}
 		m := g.bestWarm(t)
@@ -219,7 +219,7 @@ func (g *group) handOverLeaving() {
 // stateful, at once if not. It updates the planned loads.
 func (g *group) move(t, m int32) {
 	from := g.owner[t]
-	if g.tasks[t].Stateful {
+	if g.isStateful(t) {
 		g.learner[t] = m
 		g.learnersInFlight++
 	} else {

@@ -79,7 +79,7 @@ func (g *group) newStandbyPlan(k int) *standbyPlan {
 	var total int64
 	for t := range nt {
 		g.sbStart[t+1] = g.sbStart[t]
-		if !g.tasks[t].Stateful {
+		if !g.isStateful(int32(t)) {
 			continue
 		}
 		avail := g.staying

@@ -57,9 +57,9 @@ func (g *group) resolveLearnerTags() {
 		switch {
 		case !k.staying && !(ownerless && g.staying == 0):
 			g.learner[t] = none
-		case ownerless && !k.ready && g.tasks[t].Stateful:
+		case ownerless && !k.ready && g.isStateful(int32(t)):
 			// placeOrphans gives it to this learner or to a warmer copy.
-		case ownerless || k.ready || !g.tasks[t].Stateful:
+		case ownerless || k.ready || !g.isStateful(int32(t)):
 			g.learner[t] = none
 			g.setOwner(int32(t), l)
 		default:
