@@ -62,10 +62,22 @@ func newGroup(topo *topology, opts Options, in []MemberMetadata, byRank []int32)
 	g.ownerClass = make([]uint8, nt)
 	g.learner = make([]int32, nt)
 	g.fixed = make([]bool, nt)
-	for t := range g.owner {
-		g.owner[t], g.learner[t] = none, none
-	}
+	fillNone(g.owner)
+	fillNone(g.learner)
 	return g
+}
+
+// fillNone sets every element of s to none by doubling copies: memmove
+// writes many bytes per instruction where a loop writes one int32, which
+// matters for the two per-task arrays every call fills.
+func fillNone(s []int32) {
+	if len(s) == 0 {
+		return
+	}
+	s[0] = none
+	for i := 1; i < len(s); i *= 2 {
+		copy(s[i:], s[:i])
+	}
 }
 
 // learnerKey is what ranks a member among the learners of one task
