@@ -221,7 +221,7 @@ func (rd *reader) read(r int32) error {
 	for _, t := range rd.learning {
 		lag := lagOf(lags, t)
 		ready := rd.listed(t, "")&kindReady != 0 || (rd.opts.AcceptableLag > 0 && lag.within(rd.opts.AcceptableLag))
-		rd.offerLearner(t, r, learnerKey{staying: !rd.m.Leaving, ready: ready, lag: lag})
+		rd.offerLearner(t, r, learnerKey{records: lag.records, lagReported: lag.reported, staying: !rd.m.Leaving, ready: ready})
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ func (k learnerKey) better(o learnerKey) bool {
 	if k.ready != o.ready {
 		return k.ready
 	}
-	return k.lag.compare(o.lag) < 0
+	return k.lag().compare(o.lag()) < 0
 }
 
 // offerLearner records member rank as a learner of task t if it beats the
