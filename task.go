@@ -2,6 +2,7 @@ package learner
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/learnerassignor/learner/internal/errtext"
 )
@@ -28,6 +29,9 @@ type topology struct {
 	index taskIndex
 	sub   []int32 // per task: dense subtopology number, when every ID has the form
 	nSubs int     // distinct subtopologies; 0 when some ID lacks the form
+	// subsInOrder reports that sub never decreases in topology order (the
+	// usual layout), so tasks sorted by index are sorted by subtopology.
+	subsInOrder bool
 	// stateless counts the stateless tasks, so that code that only needs
 	// the kind of a task can skip reading it when all tasks are alike.
 	stateless int
@@ -51,6 +55,7 @@ func newTopology(tasks []Task) (topology, error) {
 	}
 	tp.index.seal()
 	tp.sub, tp.nSubs = subtopologies(tp.tasks)
+	tp.subsInOrder = slices.IsSorted(tp.sub)
 	for _, t := range tp.tasks {
 		if !t.Stateful {
 			tp.stateless++
