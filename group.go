@@ -32,7 +32,6 @@ type group struct {
 
 	// Per task.
 	owner      []int32 // rank of the active owner
-	ownerClass []uint8 // how the owner claimed it (claim*), for conflicts
 	learner    []int32 // rank of the learner
 	learnerKey []learnerKey
 	fixed      []bool        // placed this round: not to be moved again
@@ -59,7 +58,6 @@ func newGroup(topo *topology, opts Options, in []MemberMetadata, byRank []int32)
 	g.rack = make([]int32, n)
 	g.load = make([]int32, n)
 	g.owner = make([]int32, nt)
-	g.ownerClass = make([]uint8, nt)
 	g.learner = make([]int32, nt)
 	g.fixed = make([]bool, nt)
 	fillNone(g.owner)

@@ -29,6 +29,11 @@ func ingest(topo *topology, opts Options, in []MemberMetadata) (*group, error) {
 		}
 	}
 	rd.indexWarm()
+	for t, w := range rd.owner { // claims to plain ranks
+		if w != none {
+			rd.owner[t] = w & (1<<claimShift - 1)
+		}
+	}
 	return rd.group, nil
 }
 
@@ -80,13 +85,18 @@ func naturalKeys(in []MemberMetadata) [][]byte {
 }
 
 // Claim classes, best first: a running active beats a revoked-at-join copy,
-// and a staying member beats a leaving one.
+// and a staying member beats a leaving one. While members are read, a
+// claimed task's owner word holds its class above the owner's rank
+// (class<<claimShift | rank, positive as ranks fit 27 bits), so a claim
+// touches one per-task word instead of an owner and a class array; ingest
+// turns the words into plain ranks once every member is read.
 const (
 	claimNone uint8 = iota
 	claimRevokedLeaving
 	claimRevokedStaying
 	claimActiveLeaving
 	claimActiveStaying
+	claimShift = 32 - kindBits // the class's place in a claim word: above every rank (maxMembers)
 )
 
 // List kinds recorded in the per-task stamp while one member is validated.
@@ -315,8 +325,8 @@ func (rd *reader) readHeld(ids []string, k, ifStaying, ifLeaving uint8) error {
 		// The usual case inline: a topology task nobody listed before in
 		// this report. Its stamp word is read once, and when it is zero
 		// (no member listed the task before) there is no claim to beat, so
-		// the claim costs no read of ownerClass: one random read per task,
-		// not two.
+		// the claim is written without reading the owner's: one random
+		// read per task, not two.
 		t := rd.index.lookup(id)
 		var st uint32
 		if t != none {
@@ -339,14 +349,16 @@ func (rd *reader) readHeld(ids []string, k, ifStaying, ifLeaving uint8) error {
 			rd.stamp[t] = me | uint32(k)
 		}
 		rd.held.items = append(rd.held.items, t)
-		switch {
-		case st == 0 || rd.ownerClass[t] == claimNone:
-			rd.owner[t], rd.ownerClass[t] = rd.rank, class
-		case class > rd.ownerClass[t]: // the best class wins; members come in rank order, so the first wins ties
-			rd.owner[t], rd.ownerClass[t] = rd.rank, class
+		mine := int32(class)<<claimShift | rd.rank
+		if st == 0 { // nobody listed t before: no claim to beat
+			rd.owner[t] = mine
+		} else if w := rd.owner[t]; w == none {
+			rd.owner[t] = mine
+		} else {
 			rd.contested = true
-		default:
-			rd.contested = true
+			if mine>>claimShift > w>>claimShift { // the best class wins; members come in rank order, so the first wins ties
+				rd.owner[t] = mine
+			}
 		}
 	}
 	return nil
