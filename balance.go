@@ -178,7 +178,7 @@ func (g *group) placeOrphans() {
 // It moves l's planned load to the new owner.
 func (g *group) orphanOwner(t, l int32) int32 {
 	i := g.warmestEntry(t)
-	if i == none || g.warmthAt(i).compare(warmth{g.learnerKey[t].lag(), copyLearner}) >= 0 {
+	if i == none || g.warmthAt(i).compare(warmth{g.learnerKey(t).lag(), copyLearner}) >= 0 {
 		return l
 	}
 	m := g.warm.items[i]

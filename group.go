@@ -31,13 +31,18 @@ type group struct {
 	capTotal  int64
 
 	// Per task.
-	owner      []int32 // rank of the active owner
-	learner    []int32 // rank of the learner
-	learnerKey []learnerKey
-	fixed      []bool        // placed this round: not to be moved again
-	warm       csr           // members with local state for the task (standby or lag); nil start when none has and no standbys are placed
-	warmLag    []reportedLag // nil when no member reported a lag (see warmLagAt)
-	warmIsSb   []bool
+	owner   []int32 // rank of the active owner
+	learner []int32 // rank of the learner
+	// The keys of the learners ingest kept: task t's is
+	// learnerKeys[keyAt[t]]. An index per task and a key per learner, not
+	// a 16-byte key per task: few tasks have a learner, and at a million
+	// tasks a key per task was 16 MB per call.
+	keyAt       []int32
+	learnerKeys []learnerKey
+	fixed       []bool        // placed this round: not to be moved again
+	warm        csr           // members with local state for the task (standby or lag); nil start when none has and no standbys are placed
+	warmLag     []reportedLag // nil when no member reported a lag (see warmLagAt)
+	warmIsSb    []bool
 
 	learnersInFlight int // learners kept or placed, for Options.MaxLearners
 
@@ -81,7 +86,7 @@ func fillNone(s []int32) {
 // learnerKey is what ranks a member among the learners of one task
 // (learnerKey.better holds the rule). The lag is kept unpacked, its flag
 // beside the others, so that a key takes 16 bytes, not 24: there is one
-// per task once anyone learns.
+// per learner.
 type learnerKey struct {
 	records                     int64
 	lagReported, staying, ready bool

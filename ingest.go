@@ -155,14 +155,18 @@ type reader struct {
 }
 
 func newReader(g *group) reader {
-	var heldN, warmN, standbyMax, learningMax int
+	var heldN, warmN, learningN, standbyMax, learningMax int
 	for i := range g.in {
 		m := &g.in[i]
 		heldN += len(m.Assigned) + len(m.Revoked)
 		warmN += len(m.Standby) + len(m.Lag)
+		learningN += len(m.Learning)
 		standbyMax, learningMax = max(standbyMax, len(m.Standby)), max(learningMax, len(m.Learning))
 	}
 	n, nt := len(g.in), len(g.tasks)
+	if learningN > 0 { // else nobody learns, and resolveLearners skips its pass
+		g.keyAt, g.learnerKeys = make([]int32, nt), make([]learnerKey, 0, learningN)
+	}
 	g.held = csr{start: make([]int32, n+1), items: make([]int32, 0, heldN)}
 	g.warmBy = csr{start: make([]int32, n+1)}
 	return reader{group: g, stamp: make([]uint32, nt),
