@@ -1,7 +1,8 @@
-# Medians of the interleaved runs in this directory, as markdown tables:
-#   python3 summarize.py core|franzgo|leader
+# Medians of the interleaved runs in this directory (or in DIR), as
+# markdown tables:
+#   python3 summarize.py core|franzgo|leader [DIR]
 import os, re, sys, statistics, collections
-R=os.path.dirname(os.path.abspath(__file__))
+R=sys.argv[2] if len(sys.argv) > 2 else os.path.dirname(os.path.abspath(__file__))
 def load(path):
     d=collections.defaultdict(lambda: collections.defaultdict(list))
     try: lines=open(path).read().splitlines()
