@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -36,6 +35,14 @@ func (p syncPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment { 
 
 // plan decodes every member, assigns, defers what another member still
 // owns, and encodes each member's partitions and tags.
+//
+// The leader handles every partition of the group a few times per
+// rebalance, so its state lives in slices indexed by task, partition (see
+// topology) and member (its position in the JoinGroup response), allocated
+// once per rebalance, and task IDs are the topology's own strings: with
+// maps keyed by IDs and lists built per member, the leader took 2-3 times
+// franz-go's cooperative-sticky balance on the same group, ten times
+// Assign itself (BenchmarkLeaderRebalance).
 func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (syncPlan, error) {
 	for i, s := range b.topo.subs {
 		for _, topic := range s.Topics {
@@ -50,98 +57,101 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		}
 	}
 
-	// Per-task state lives in slices indexed by task rather than maps: a
-	// rebalance of 100,000 tasks touches every task a few times, and map
-	// hashing dominated BenchmarkLeaderBalance.
-	nt := len(b.topo.tasks)
-
-	// The newest generation claiming each task: a member that missed
-	// rebalances (a zombie) may still report partitions that have moved
-	// on since (KIP-792). Its claim blocks a hand-over all the same.
-	newest := make([]int32, nt)
-	for t := range newest {
-		newest[t] = math.MinInt32
-	}
-	cb.EachMember(func(_ *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
-		for _, op := range meta.OwnedPartitions {
-			for _, p := range op.Partitions {
-				if t := b.topo.taskOf(op.Topic, p); t >= 0 {
-					newest[t] = max(newest[t], meta.Generation)
-				}
-			}
-		}
-	})
-
-	round := Round{}
-	kafkaIDs := map[string]string{} // learner ID -> coordinator's member ID
-	claims := make([][]claim, nt)   // task index -> members owning one of its partitions
-	cb.EachMember(func(km *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+	c := b.topo.claims(cb)
+	round := Round{Members: make([]learner.MemberMetadata, len(c.gen))}
+	position := make(map[string]int32, len(c.gen)) // learner ID -> member
+	marks := taskMarks{n: len(b.topo.tasks)}
+	pool := make([]string, 0, len(c.whole)) // the members' active tasks
+	for m := range c.gen {
+		km, meta := cb.MemberAt(m)
 		id := LearnerID(km.MemberID)
-		kafkaIDs[id] = km.MemberID
-		owned := map[string][]int32{}
-		for _, op := range meta.OwnedPartitions {
-			owned[op.Topic] = append(owned[op.Topic], op.Partitions...)
-			for _, p := range op.Partitions {
-				if t := b.topo.taskOf(op.Topic, p); t >= 0 && !slices.ContainsFunc(claims[t], func(c claim) bool { return c.id == id }) {
-					claims[t] = append(claims[t], claim{id: id, current: meta.Generation >= newest[t]})
-				}
-			}
-		}
-		m, err := b.codec.DecodeMember(meta.UserData)
+		position[id] = int32(m)
+		mm, err := b.codec.DecodeMember(meta.UserData)
 		if err != nil {
 			// Another topology keeps what does not depend on it
 			// (leaving, capacity, tasks sent by name); anything else
 			// keeps nothing.
 			if !errors.Is(err, wire.ErrTopologyMismatch) {
-				m = learner.MemberMetadata{}
+				mm = learner.MemberMetadata{}
 			}
 			round.Undecoded++
 		}
 		// Active tasks travel as the partitions the member owns (see
 		// JoinGroupMetadata): it runs them, except those it gave up at
 		// this join (Revoked) and stale claims.
-		var active []string
-		for _, t := range b.topo.tasksOf(owned) {
-			if !slices.Contains(m.Revoked, t) && meta.Generation >= newest[b.topo.index[t]] {
-				active = append(active, t)
+		marks.reset()
+		for _, r := range mm.Revoked {
+			if t := b.assignor.TaskIndex(r); t >= 0 {
+				marks.set(t, listRevoked)
 			}
 		}
-		m.Assigned = append(active, m.Assigned...)
-		m = disjoint(m)
-		m.ID = id
-		if m.Rack == "" && meta.Rack != nil && *meta.Rack != "" {
-			m.Rack = LearnerID(*meta.Rack)
+		from := len(pool)
+		for _, t := range c.whole[c.wholeAt[m]:c.wholeAt[m+1]] {
+			if _, revoked := marks.get(int(t)); !revoked && c.current(int32(m), int(t)) {
+				pool = append(pool, b.topo.tasks[t].ID)
+			}
 		}
-		round.Members = append(round.Members, m)
-	})
+		var active []string
+		if len(pool) > from {
+			active = pool[from:len(pool):len(pool)]
+		}
+		reported := len(mm.Assigned) + len(mm.Revoked) + len(mm.Learning) + len(mm.Ready) + len(mm.Standby)
+		mm.Assigned = append(active, mm.Assigned...)
+		if reported > 0 {
+			// Owned partitions alone cannot conflict: only user data can.
+			mm = b.disjoint(mm, &marks)
+		}
+		mm.ID = id
+		if mm.Rack == "" && meta.Rack != nil && *meta.Rack != "" {
+			mm.Rack = LearnerID(*meta.Rack)
+		}
+		round.Members[m] = mm
+	}
 
 	out, err := b.assignor.Assign(round.Members)
 	if err != nil {
 		return nil, fmt.Errorf("kgolearner: %w", err)
 	}
-
 	round.Planned = out
-	sent, deferred := b.handOver(out, claims)
-	round.Assignments = sent
-	plan := make(syncPlan, 0, len(sent))
-	for _, as := range sent {
+	memberOf := make([]int32, len(out)) // output -> member
+	for i, as := range out {
+		memberOf[i] = position[as.MemberID]
+	}
+	h, err := b.handOver(c, memberOf, out)
+	if err != nil {
+		return nil, err
+	}
+	round.Assignments = h.sent
+
+	plan := make(syncPlan, 0, len(h.sent))
+	var (
+		// Scratch, reused member after member: AppendTo copies it.
+		topicsBuf []kmsg.ConsumerMemberAssignmentTopic
+		partsBuf  []int32
+		keys      []uint64
+		buf       []byte // every member's assignment, back to back
+	)
+	for i, as := range h.sent {
 		ka := kmsg.NewConsumerMemberAssignment()
-		ka.Topics = b.partitionsOf(as.Assigned)
-		kafkaID := kafkaIDs[as.MemberID]
+		topicsBuf, partsBuf, keys = b.topo.appendAssignment(topicsBuf[:0], partsBuf[:0], keys, h.active[i])
+		ka.Topics = topicsBuf
 		if ka.UserData, err = b.assignmentUserData(as); err != nil {
 			return nil, fmt.Errorf("kgolearner: %w", err)
 		}
+		at := len(buf)
+		buf = ka.AppendTo(buf)
 		sa := kmsg.NewSyncGroupRequestGroupAssignment()
-		sa.MemberID = kafkaID
-		sa.MemberAssignment = ka.AppendTo(nil)
+		km, _ := cb.MemberAt(int(memberOf[i]))
+		sa.MemberID = km.MemberID
+		sa.MemberAssignment = buf[at:len(buf):len(buf)]
 		plan = append(plan, sa)
 	}
 	slices.SortFunc(plan, func(x, y kmsg.SyncGroupRequestGroupAssignment) int { return strings.Compare(x.MemberID, y.MemberID) })
 	for t, task := range b.topo.tasks {
-		if deferred[t] != notDeferred {
+		if h.deferred[t] != notDeferred {
 			round.Deferred = append(round.Deferred, task.ID)
 		}
-		if deferred[t] == withheld {
+		if h.deferred[t] == withheld {
 			round.Withheld = append(round.Withheld, task.ID)
 		}
 	}
@@ -149,6 +159,94 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		b.hooks.Rebalanced(round)
 	}
 	return plan, nil
+}
+
+// claims is who reports owning what, read from the members' owned
+// partitions. Members are positions in the JoinGroup response.
+type claims struct {
+	gen []int32 // per member: the generation it last synced in
+	// newest is, per task, the newest generation claiming it: a member
+	// that missed rebalances (a zombie) may still report partitions that
+	// have moved on since (KIP-792). Its claim blocks a hand-over all the
+	// same.
+	newest []int32
+	// by[at[t]:at[t+1]] are the members owning one of task t's partitions,
+	// in member order.
+	at, by []int32
+	// whole[wholeAt[m]:wholeAt[m+1]] are the tasks all of whose partitions
+	// member m owns, ascending.
+	wholeAt, whole []int32
+}
+
+// current reports whether member m's claim on task t is from the newest
+// generation that claims t.
+func (c *claims) current(m int32, t int) bool { return c.gen[m] >= c.newest[t] }
+
+// claims reads every member's owned partitions. A partition reported twice
+// by one member counts once, and partitions of no task are ignored.
+func (t *topology) claims(cb *kgo.ConsumerBalancer) *claims {
+	n, nt := len(cb.Members()), len(t.tasks)
+	c := &claims{gen: make([]int32, n), newest: make([]int32, nt), at: make([]int32, nt+1), wholeAt: make([]int32, n+1)}
+	for i := range c.newest {
+		c.newest[i] = math.MinInt32
+	}
+	// Stamps say which member last saw a partition or task (its position
+	// plus one), so that nothing is cleared between members.
+	partSeen := make([]int32, t.nParts)
+	taskSeen := make([]int32, nt)
+	owned := make([]int32, nt) // partitions of the task the member owns
+	// Each member's claimed tasks, back to back; sized for a group that
+	// claims each task once.
+	claimed := make([]int32, 0, nt)
+	c.whole = make([]int32, 0, nt)
+	claimedAt := make([]int32, n+1)
+	for m := range n {
+		_, meta := cb.MemberAt(m)
+		c.gen[m] = meta.Generation
+		stamp := int32(m + 1)
+		for _, op := range meta.OwnedPartitions {
+			pos, ok := t.byTopic[op.Topic]
+			if !ok {
+				continue
+			}
+			sub := t.topicSub[pos]
+			np, nTopics := t.subs[sub].Partitions, int32(len(t.subs[sub].Topics))
+			for _, p := range op.Partitions {
+				if p < 0 || p >= np || partSeen[t.partBase[pos]+int(p)] == stamp {
+					continue
+				}
+				partSeen[t.partBase[pos]+int(p)] = stamp
+				task := t.first[sub] + int(p)
+				c.newest[task] = max(c.newest[task], meta.Generation)
+				if taskSeen[task] != stamp {
+					taskSeen[task], owned[task] = stamp, 0
+					claimed = append(claimed, int32(task))
+					c.at[task]++
+				}
+				if owned[task]++; owned[task] == nTopics {
+					c.whole = append(c.whole, int32(task))
+				}
+			}
+		}
+		claimedAt[m+1] = int32(len(claimed))
+		slices.Sort(c.whole[c.wholeAt[m]:]) // owned partitions come by topic name
+		c.wholeAt[m+1] = int32(len(c.whole))
+	}
+	// at holds claim counts: turn them into the end of each task's claims,
+	// then fill back to front, so that each task's claimers come in member
+	// order and at[t] ends where they begin.
+	for task := 1; task < nt; task++ {
+		c.at[task] += c.at[task-1]
+	}
+	c.at[nt] = int32(len(claimed))
+	c.by = make([]int32, len(claimed))
+	for m := n - 1; m >= 0; m-- {
+		for _, task := range claimed[claimedAt[m]:claimedAt[m+1]] {
+			c.at[task]--
+			c.by[c.at[task]] = int32(m)
+		}
+	}
+	return c
 }
 
 // assignmentUserData encodes the tags of a member's assignment. The
@@ -162,35 +260,100 @@ func (b *Balancer) assignmentUserData(as learner.Assignment) ([]byte, error) {
 	return b.codec.AppendAssignment(nil, as)
 }
 
+// The lists of a member's report in the order disjoint gives them
+// precedence.
+const (
+	listAssigned uint8 = iota
+	listRevoked
+	listLearning
+	listStandby
+)
+
 // disjoint drops the tasks a member lists twice (a report from a buggy or
 // hostile member, or owned partitions that contradict its user data), so
 // that one bad report cannot fail the whole rebalance: a task keeps its
 // first role in the order assigned, revoked, learning, standby, and Ready
-// keeps only learner tasks.
-func disjoint(m learner.MemberMetadata) learner.MemberMetadata {
-	if cs := learner.RoleConflicts(m.Assigned, m.Revoked, m.Learning, m.Standby); len(cs) > 0 {
-		// cs is in list order: one pass per list drops its repeats.
-		k := 0
-		for i, l := range [...]*[]string{&m.Assigned, &m.Revoked, &m.Learning, &m.Standby} {
-			var kept []string
-			for at, id := range *l {
-				if k < len(cs) && cs[k].List == i && cs[k].At == at {
-					k++
-					continue
+// keeps only learner tasks. A list loses its repeats in a new slice; the
+// others stay as they are. marks is scratch space.
+func (b *Balancer) disjoint(m learner.MemberMetadata, marks *taskMarks) learner.MemberMetadata {
+	marks.reset()
+	var names map[string]uint8 // tasks the topology lacks: rare
+	role := func(id string) (uint8, bool) {
+		if t := b.assignor.TaskIndex(id); t >= 0 {
+			return marks.get(t)
+		}
+		r, ok := names[id]
+		return r, ok
+	}
+	setRole := func(id string, r uint8) {
+		if t := b.assignor.TaskIndex(id); t >= 0 {
+			marks.set(t, r)
+			return
+		}
+		if names == nil {
+			names = map[string]uint8{}
+		}
+		names[id] = r
+	}
+	for i, l := range [...]*[]string{&m.Assigned, &m.Revoked, &m.Learning, &m.Standby} {
+		var kept []string
+		dropped := false
+		for at, id := range *l {
+			if _, dup := role(id); dup {
+				if !dropped {
+					kept, dropped = append([]string(nil), (*l)[:at]...), true
 				}
+				continue
+			}
+			setRole(id, uint8(i))
+			if dropped {
 				kept = append(kept, id)
 			}
+		}
+		if dropped {
 			*l = kept
 		}
 	}
-	m.Ready = slices.DeleteFunc(slices.Clone(m.Ready), func(id string) bool { return !slices.Contains(m.Learning, id) })
+	m.Ready = slices.DeleteFunc(slices.Clone(m.Ready), func(id string) bool {
+		r, ok := role(id)
+		return !ok || r != listLearning
+	})
 	return m
 }
 
-// claim is a member's report that it owns a task's partitions.
-type claim struct {
-	id      string // learner ID
-	current bool   // from the newest generation that claims the task
+// taskMarks is a map from task index to a small value that empties in
+// constant time: an entry counts only when its stamp is the current one.
+// It allocates on first use.
+type taskMarks struct {
+	n     int // tasks
+	stamp []uint32
+	val   []uint8
+	cur   uint32
+}
+
+func (s *taskMarks) reset() {
+	if s.stamp == nil {
+		s.stamp, s.val = make([]uint32, s.n), make([]uint8, s.n)
+	}
+	s.cur++
+}
+
+func (s *taskMarks) set(t int, v uint8) { s.stamp[t], s.val[t] = s.cur, v }
+
+func (s *taskMarks) get(t int) (uint8, bool) {
+	if s.stamp[t] != s.cur {
+		return 0, false
+	}
+	return s.val[t], true
+}
+
+// handOff is handOver's result: per member of Assign's output, what to
+// send it and its active tasks by index; by task index, which tasks were
+// deferred.
+type handOff struct {
+	sent     []learner.Assignment
+	active   [][]int32
+	deferred []deferral
 }
 
 // handOver applies Kafka's constraint to Assign's result: a partition goes
@@ -205,55 +368,126 @@ type claim struct {
 // the task is deferred. A member that owns a task by a current claim keeps
 // it whoever else claims it: that creates no new overlap.
 //
-// It returns what to send each member and, by task index, which tasks it
-// deferred.
-func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learner.Assignment, []deferral) {
-	pos := make(map[string]int, len(out))
-	sent := make([]learner.Assignment, len(out))
+// memberOf maps out's positions to members. The lists of a member no
+// deferral touches are Assign's own.
+func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignment) (handOff, error) {
+	outOf := make([]int32, len(c.gen)) // member -> output
+	total := 0
 	for i, as := range out {
-		pos[as.MemberID] = i
-		sent[i] = learner.Assignment{MemberID: as.MemberID, Assigned: slices.Clone(as.Assigned), Revoked: slices.Clone(as.Revoked),
-			Learning: slices.Clone(as.Learning), Learned: slices.Clone(as.Learned), Standby: slices.Clone(as.Standby)}
+		outOf[memberOf[i]] = int32(i)
+		total += len(as.Assigned)
 	}
-	deferred := make([]deferral, len(b.topo.tasks))
-	touched := map[int]bool{} // members whose lists a deferral changed
+	h := handOff{sent: slices.Clone(out), active: make([][]int32, len(out)), deferred: make([]deferral, len(b.topo.tasks))}
+	pool := make([]int32, 0, total)
+	touched := make([]bool, len(out)) // members whose lists a deferral changes
+	var keeps []uint64                // keeper<<32 | task of every kept task
 	for i, as := range out {
+		mi, from := memberOf[i], len(pool)
 		for _, id := range as.Assigned {
-			t := b.topo.index[id]
-			owns := slices.ContainsFunc(claims[t], func(c claim) bool { return c.id == as.MemberID && c.current })
-			other := slices.ContainsFunc(claims[t], func(c claim) bool { return c.id != as.MemberID })
+			t := b.assignor.TaskIndex(id)
+			if t < 0 {
+				return handOff{}, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
+			}
+			pool = append(pool, int32(t))
+			cs := c.by[c.at[t]:c.at[t+1]]
+			owns, other := false, false
+			for _, m := range cs {
+				if m == mi {
+					owns = c.current(m, t)
+				} else {
+					other = true
+				}
+			}
 			if owns || !other {
 				continue
 			}
-			deferred[t] = withheld
-			touched[i] = true
-			to := &sent[i] // learns the task instead of running it
-			to.Assigned, to.Learned = remove(to.Assigned, id), remove(to.Learned, id)
-			to.Learning = append(to.Learning, id)
-			k := slices.IndexFunc(claims[t], func(c claim) bool { return c.id != as.MemberID && c.current })
+			h.deferred[t], touched[i] = withheld, true // i learns the task instead of running it
+			k := slices.IndexFunc(cs, func(m int32) bool { return m != mi && c.current(m, t) })
 			if k < 0 {
 				continue // only stale claims: withheld
 			}
-			j, ok := pos[claims[t][k].id]
-			if !ok {
-				continue
-			}
-			deferred[t] = kept
-			touched[j] = true
-			from := &sent[j] // keeps running it, tagged learned, for one generation
-			from.Assigned, from.Learned = append(from.Assigned, id), append(from.Learned, id)
-			from.Revoked, from.Standby = remove(from.Revoked, id), remove(from.Standby, id)
+			j := outOf[cs[k]] // keeps running it, tagged learned, for one generation
+			h.deferred[t], touched[j] = kept, true
+			keeps = append(keeps, uint64(j)<<32|uint64(t))
+		}
+		h.active[i] = pool[from:len(pool):len(pool)]
+	}
+	slices.Sort(keeps)
+	for i := range out {
+		if !touched[i] {
+			continue
+		}
+		var mine []int32 // the tasks i keeps, ascending
+		for len(keeps) > 0 && keeps[0]>>32 == uint64(i) {
+			mine, keeps = append(mine, int32(uint32(keeps[0]))), keeps[1:]
+		}
+		if err := b.redo(&h, i, mine); err != nil {
+			return handOff{}, err
 		}
 	}
-	// Assign's lists are in topology order; only the ones a deferral
-	// appended to need sorting again (a sort is two map lookups a
-	// comparison, for every list of every member otherwise).
-	for i := range touched {
-		for _, l := range []*[]string{&sent[i].Assigned, &sent[i].Learning, &sent[i].Learned} {
-			b.sort(*l)
+	return h, nil
+}
+
+// redo rewrites member i's lists after its deferrals: the deferred tasks of
+// its Assigned move to Learning, and the tasks it keeps join Assigned and
+// Learned and leave Revoked and Standby. Assigned, Learning and Learned
+// stay in topology order; the others keep their order.
+func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
+	as := &h.sent[i]
+	var active, moved []int32
+	for _, t := range h.active[i] {
+		if h.deferred[t] == notDeferred {
+			active = append(active, t)
+		} else {
+			moved = append(moved, t)
 		}
 	}
-	return sent, deferred
+	h.active[i] = slices.Sorted(slices.Values(append(active, keeps...)))
+	as.Assigned = b.ids(h.active[i])
+	learned, err := b.indices(as.Learned)
+	if err != nil {
+		return err
+	}
+	// Learned tasks are among i's assigned ones: a deferred one is i's to learn.
+	learned = slices.DeleteFunc(learned, func(t int32) bool { return h.deferred[t] != notDeferred })
+	as.Learned = b.ids(slices.Sorted(slices.Values(append(learned, keeps...))))
+	learning, err := b.indices(as.Learning)
+	if err != nil {
+		return err
+	}
+	as.Learning = b.ids(slices.Sorted(slices.Values(append(learning, moved...))))
+	kept := func(id string) bool {
+		_, found := slices.BinarySearch(keeps, int32(b.assignor.TaskIndex(id)))
+		return found
+	}
+	as.Revoked = slices.DeleteFunc(slices.Clone(as.Revoked), kept)
+	as.Standby = slices.DeleteFunc(slices.Clone(as.Standby), kept)
+	return nil
+}
+
+// indices returns the task indices of ids, which Assign returned.
+func (b *Balancer) indices(ids []string) ([]int32, error) {
+	out := make([]int32, 0, len(ids))
+	for _, id := range ids {
+		t := b.assignor.TaskIndex(id)
+		if t < 0 {
+			return nil, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
+		}
+		out = append(out, int32(t))
+	}
+	return out, nil
+}
+
+// ids returns the IDs of tasks (indices); empty is nil.
+func (b *Balancer) ids(tasks []int32) []string {
+	if len(tasks) == 0 {
+		return nil
+	}
+	out := make([]string, len(tasks))
+	for k, t := range tasks {
+		out[k] = b.topo.tasks[t].ID
+	}
+	return out
 }
 
 // deferral is what handOver did with a task Assign moved.
@@ -265,36 +499,18 @@ const (
 	withheld             // nobody runs it for one generation (only stale claims)
 )
 
-// remove returns ids without id.
-func remove(ids []string, id string) []string {
-	return slices.DeleteFunc(ids, func(x string) bool { return x == id })
-}
-
-// partitionsOf returns the partitions of tasks, by topic in name order.
-func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentTopic {
-	byTopic := map[string][]int32{}
-	for _, id := range tasks {
-		b.topo.partitions(b.topo.index[id], func(topic string, p int32) { byTopic[topic] = append(byTopic[topic], p) })
-	}
-	var out []kmsg.ConsumerMemberAssignmentTopic
-	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
-		at := kmsg.NewConsumerMemberAssignmentTopic()
-		at.Topic, at.Partitions = topic, byTopic[topic]
-		slices.Sort(at.Partitions)
-		out = append(out, at)
-	}
-	return out
-}
-
 // LearnerID turns a coordinator's member ID (or a rack) into a learner ID:
 // letters, digits, '_' and '-' stay, every other byte (including '.')
 // becomes '.' and two hex digits, so distinct IDs stay distinct. IDs that
 // would grow past 255 bytes are cut and suffixed with a hash.
 func LearnerID(kafkaID string) string {
+	if len(kafkaID) <= 255 && kafkaID != "" && strings.IndexFunc(kafkaID, func(r rune) bool { return !learnerIDByte(r) }) < 0 {
+		return kafkaID // kgo's own member IDs: nothing to escape, nothing to allocate
+	}
 	var sb strings.Builder
 	for i := 0; i < len(kafkaID); i++ {
 		c := kafkaID[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' {
+		if learnerIDByte(rune(c)) {
 			sb.WriteByte(c)
 		} else {
 			fmt.Fprintf(&sb, ".%02x", c)
@@ -307,4 +523,9 @@ func LearnerID(kafkaID string) string {
 		id = fmt.Sprintf("%.200s-%016x", id, h.Sum64())
 	}
 	return id
+}
+
+// learnerIDByte reports whether LearnerID keeps c as it is.
+func learnerIDByte(c rune) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/learnerassignor/learner"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Subtopology is a group of co-partitioned input topics, processed together
@@ -32,14 +33,27 @@ type Subtopology struct {
 }
 
 // topology maps tasks to partitions and back. Tasks are dense indices in
-// the order of learner.Assignor's task list.
+// the order of learner.Assignor's task list; topics are dense too (their
+// position in topics), and so are partitions (see partBase), so that the
+// leader keeps per-partition state in slices.
 type topology struct {
-	subs    []Subtopology
-	first   []int          // first[i] is the index of task "<i>_0"
-	byTopic map[string]int // topic -> subtopology
-	tasks   []learner.Task // the learner topology
-	index   map[string]int // task ID -> index
-	topics  []string       // every input topic, in subtopology order
+	subs     []Subtopology
+	first    []int          // first[i] is the index of task "<i>_0"
+	byTopic  map[string]int // topic -> its position in topics
+	tasks    []learner.Task // the learner topology
+	index    map[string]int // task ID -> index
+	topics   []string       // every input topic, in subtopology order
+	topicSub []int          // per topic position: its subtopology
+	subTopic []int          // subTopic[i] is the position of subtopology i's first topic; the others follow
+	// topicRank is, per topic position, the topic's position in byName:
+	// Kafka's assignments list topics by name.
+	topicRank []int
+	byName    []string // every input topic, in name order
+	// partBase is, per topic position, the dense index of its partition 0:
+	// partition p of the topic at position i is partBase[i]+p, from 0 to
+	// nParts-1.
+	partBase []int
+	nParts   int
 }
 
 func newTopology(subs []Subtopology) (*topology, error) {
@@ -51,12 +65,16 @@ func newTopology(subs []Subtopology) (*topology, error) {
 		if s.Partitions <= 0 {
 			return nil, fmt.Errorf("kgolearner: subtopology %d: %d partitions, want at least 1", i, s.Partitions)
 		}
+		t.subTopic = append(t.subTopic, len(t.topics))
 		for _, topic := range s.Topics {
 			if j, dup := t.byTopic[topic]; dup {
-				return nil, fmt.Errorf("kgolearner: topic %q is in subtopologies %d and %d", topic, j, i)
+				return nil, fmt.Errorf("kgolearner: topic %q is in subtopologies %d and %d", topic, t.topicSub[j], i)
 			}
-			t.byTopic[topic] = i
+			t.byTopic[topic] = len(t.topics)
 			t.topics = append(t.topics, topic)
+			t.topicSub = append(t.topicSub, i)
+			t.partBase = append(t.partBase, t.nParts)
+			t.nParts += int(s.Partitions)
 		}
 		t.first = append(t.first, len(t.tasks))
 		for p := range s.Partitions {
@@ -65,14 +83,23 @@ func newTopology(subs []Subtopology) (*topology, error) {
 			t.tasks = append(t.tasks, learner.Task{ID: id, Stateful: s.Stateful})
 		}
 	}
+	t.byName = slices.Sorted(slices.Values(t.topics))
+	t.topicRank = make([]int, len(t.topics))
+	for pos, topic := range t.topics {
+		t.topicRank[pos], _ = slices.BinarySearch(t.byName, topic)
+	}
 	return t, nil
 }
 
 // taskOf returns the task of a partition, or -1 if the partition belongs to
 // no task.
 func (t *topology) taskOf(topic string, partition int32) int {
-	i, ok := t.byTopic[topic]
-	if !ok || partition < 0 || partition >= t.subs[i].Partitions {
+	pos, ok := t.byTopic[topic]
+	if !ok {
+		return -1
+	}
+	i := t.topicSub[pos]
+	if partition < 0 || partition >= t.subs[i].Partitions {
 		return -1
 	}
 	return t.first[i] + int(partition)
@@ -163,4 +190,41 @@ func (t *topology) anyPartition(task int, set map[topicPartition]bool) bool {
 	found := false
 	t.partitions(task, func(topic string, p int32) { found = found || set[topicPartition{topic, p}] })
 	return found
+}
+
+// appendAssignment appends the partitions of tasks (indices, sorted, no
+// repeats) to topics as a kmsg.ConsumerMemberAssignment lists them: by
+// topic in name order, each topic's partitions ascending; the partition
+// lists are carved from parts. It returns both, grown, so that a leader
+// encoding every member allocates them in one go. keys is scratch space,
+// returned for reuse.
+//
+// A subtopology's tasks are consecutive indices, so in sorted tasks each
+// subtopology is one run of ascending partitions, shared by its topics;
+// only the runs' topics need sorting, by their precomputed rank (comparing
+// names took a third of the leader's encoding).
+func (t *topology) appendAssignment(topics []kmsg.ConsumerMemberAssignmentTopic, parts []int32, keys []uint64, tasks []int32) ([]kmsg.ConsumerMemberAssignmentTopic, []int32, []uint64) {
+	type run struct{ from, to int } // in parts
+	keys = keys[:0]
+	var runs [64]run // most members' runs fit: no allocation
+	rs := runs[:0]
+	for i := 0; i < len(tasks); {
+		sub := t.subOf(int(tasks[i]))
+		first := t.first[sub]
+		end := first + int(t.subs[sub].Partitions)
+		from := len(parts)
+		for ; i < len(tasks) && int(tasks[i]) < end; i++ {
+			parts = append(parts, int32(int(tasks[i])-first))
+		}
+		for pos := t.subTopic[sub]; pos < t.subTopic[sub]+len(t.subs[sub].Topics); pos++ {
+			keys = append(keys, uint64(t.topicRank[pos])<<32|uint64(len(rs)))
+		}
+		rs = append(rs, run{from, len(parts)})
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		r := rs[uint32(k)]
+		topics = append(topics, kmsg.ConsumerMemberAssignmentTopic{Topic: t.byName[k>>32], Partitions: parts[r.from:r.to:r.to]})
+	}
+	return topics, parts, keys
 }
