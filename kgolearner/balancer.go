@@ -391,13 +391,13 @@ func (b *Balancer) ProtocolName() string { return ProtocolName }
 func (b *Balancer) IsCooperative() bool { return true }
 
 // MemberBalancer implements kgo.GroupBalancer: when the client leads the
-// group, it decodes every member's kmsg.ConsumerMemberMetadata.
+// group, it reads every member's kmsg.ConsumerMemberMetadata.
 func (b *Balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
-	cb, err := kgo.NewConsumerBalancer(leader{b}, members)
+	j, err := b.readJoin(members)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kgolearner: %w", err)
+		return nil, nil, err
 	}
-	return cb, cb.MemberTopics(), nil
+	return j, j.topics, nil
 }
 
 // commitContext bounds one commit of stopping tasks' offsets.

@@ -1,6 +1,7 @@
 package kgolearner
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -14,18 +15,82 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// leader is the balancer's logic on the member that leads the group.
-type leader struct{ b *Balancer }
+// joined is the group as its leader read it from the JoinGroup response:
+// the kgo.GroupMemberBalancer that MemberBalancer returns.
+type joined struct {
+	b       *Balancer
+	members []kmsg.JoinGroupResponseMember // the first of each member ID
+	topics  map[string]struct{}            // every topic a member subscribes to
+	claims  *claims
+	// Per member: its status in the learner wire format and its rack, which
+	// alias members' bytes, as kgo's own decoded metadata does.
+	userData [][]byte
+	racks    []*string
+}
 
-// Balance implements kgo.ConsumerBalancerBalance. kgo calls it through
-// ConsumerBalancer.BalanceOrError, which returns the error set here.
-func (l leader) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
-	plan, err := l.b.plan(cb, topics)
-	if err != nil {
-		cb.SetError(err)
-		return nil
+// readJoin reads every member's kmsg.ConsumerMemberMetadata, as
+// kgo.NewConsumerBalancer does (the first of two members with one ID
+// counts; kgo's fallback for clients that claim version 1 but send version
+// 0), but into one reused struct whose strings alias the bytes, keeping
+// only what the leader needs: kgo's copy of every member's topics and
+// owned partitions was a third of the leader's allocations and most of its
+// garbage collection (BenchmarkLeaderRebalance).
+func (b *Balancer) readJoin(members []kmsg.JoinGroupResponseMember) (*joined, error) {
+	seen := make(map[string]struct{}, len(members))
+	j := &joined{b: b, topics: map[string]struct{}{}}
+	for _, m := range members {
+		if _, dup := seen[m.MemberID]; !dup {
+			seen[m.MemberID] = struct{}{}
+			j.members = append(j.members, m)
+		}
 	}
+	j.userData, j.racks = make([][]byte, len(j.members)), make([]*string, len(j.members))
+	cb := b.topo.newClaims(len(j.members))
+	var meta kmsg.ConsumerMemberMetadata
+	for i, m := range j.members {
+		// Fields the version lacks stay empty; the slices keep their
+		// capacity for the next member.
+		meta.Topics, meta.OwnedPartitions, meta.Rack = meta.Topics[:0], meta.OwnedPartitions[:0], nil
+		raw := m.ProtocolMetadata
+		err := meta.UnsafeReadFrom(raw)
+		if err != nil && bytes.HasPrefix(raw, []byte{0, 1}) {
+			// A client that claims version 1 but sends version 0 (kgo
+			// rewrites the bytes in place; a copy leaves them be).
+			meta.Topics, meta.OwnedPartitions = meta.Topics[:0], meta.OwnedPartitions[:0]
+			err = meta.UnsafeReadFrom(append([]byte{0, 0}, raw[2:]...))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kgolearner: member %q: unable to read member metadata: %w", m.MemberID, err)
+		}
+		for _, topic := range meta.Topics {
+			if _, ok := j.topics[topic]; !ok {
+				j.topics[strings.Clone(topic)] = struct{}{} // kgo keeps the set
+			}
+		}
+		cb.add(i, meta.Generation, meta.OwnedPartitions)
+		j.userData[i] = meta.UserData
+		if meta.Rack != nil {
+			rack := strings.Clone(*meta.Rack)
+			j.racks[i] = &rack
+		}
+	}
+	j.claims = cb.finish()
+	return j, nil
+}
+
+// Balance implements kgo.GroupMemberBalancer; kgo calls BalanceOrError.
+func (j *joined) Balance(topics map[string]int32) kgo.IntoSyncAssignment {
+	plan, _ := j.BalanceOrError(topics)
 	return plan
+}
+
+// BalanceOrError implements kgo.GroupMemberBalancerOrError.
+func (j *joined) BalanceOrError(topics map[string]int32) (kgo.IntoSyncAssignment, error) {
+	plan, err := j.b.plan(j, topics)
+	if err != nil {
+		return nil, err
+	}
+	return plan, nil
 }
 
 // syncPlan is the leader's answer, one entry per member, sorted by member ID.
@@ -43,7 +108,7 @@ func (p syncPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment { 
 // maps keyed by IDs and lists built per member, the leader took 2-3 times
 // franz-go's cooperative-sticky balance on the same group, ten times
 // Assign itself (BenchmarkLeaderRebalance).
-func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (syncPlan, error) {
+func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	for i, s := range b.topo.subs {
 		for _, topic := range s.Topics {
 			n, ok := topics[topic]
@@ -57,16 +122,15 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		}
 	}
 
-	c := b.topo.claims(cb)
+	c := j.claims
 	round := Round{Members: make([]learner.MemberMetadata, len(c.gen))}
 	position := make(map[string]int32, len(c.gen)) // learner ID -> member
 	marks := taskMarks{n: len(b.topo.tasks)}
 	pool := make([]string, 0, len(c.whole)) // the members' active tasks
 	for m := range c.gen {
-		km, meta := cb.MemberAt(m)
-		id := LearnerID(km.MemberID)
+		id := LearnerID(j.members[m].MemberID)
 		position[id] = int32(m)
-		mm, err := b.codec.DecodeMember(meta.UserData)
+		mm, err := b.codec.DecodeMember(j.userData[m])
 		if err != nil {
 			// Another topology keeps what does not depend on it
 			// (leaving, capacity, tasks sent by name); anything else
@@ -102,8 +166,8 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 			mm = b.disjoint(mm, &marks)
 		}
 		mm.ID = id
-		if mm.Rack == "" && meta.Rack != nil && *meta.Rack != "" {
-			mm.Rack = LearnerID(*meta.Rack)
+		if rack := j.racks[m]; mm.Rack == "" && rack != nil && *rack != "" {
+			mm.Rack = LearnerID(*rack)
 		}
 		round.Members[m] = mm
 	}
@@ -141,8 +205,7 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		at := len(buf)
 		buf = ka.AppendTo(buf)
 		sa := kmsg.NewSyncGroupRequestGroupAssignment()
-		km, _ := cb.MemberAt(int(memberOf[i]))
-		sa.MemberID = km.MemberID
+		sa.MemberID = j.members[memberOf[i]].MemberID
 		sa.MemberAssignment = buf[at:len(buf):len(buf)]
 		plan = append(plan, sa)
 	}
@@ -182,66 +245,78 @@ type claims struct {
 // generation that claims t.
 func (c *claims) current(m int32, t int) bool { return c.gen[m] >= c.newest[t] }
 
-// claims reads every member's owned partitions. A partition reported twice
-// by one member counts once, and partitions of no task are ignored.
-func (t *topology) claims(cb *kgo.ConsumerBalancer) *claims {
-	n, nt := len(cb.Members()), len(t.tasks)
-	c := &claims{gen: make([]int32, n), newest: make([]int32, nt), at: make([]int32, nt+1), wholeAt: make([]int32, n+1)}
+// claimsBuilder reads the members' owned partitions into claims, one
+// member at a time. A partition reported twice by one member counts once,
+// and partitions of no task are ignored.
+type claimsBuilder struct {
+	t *topology
+	c *claims
+	// Stamps say which member last saw a partition or task (its position
+	// plus one), so that nothing is cleared between members.
+	partSeen, taskSeen []int32
+	owned              []int32 // per task: its partitions the member owns
+	// Each member's claimed tasks, back to back.
+	claimed, claimedAt []int32
+}
+
+func (t *topology) newClaims(members int) *claimsBuilder {
+	nt := len(t.tasks)
+	c := &claims{gen: make([]int32, members), newest: make([]int32, nt), at: make([]int32, nt+1), wholeAt: make([]int32, members+1),
+		whole: make([]int32, 0, nt)} // sized for a group that owns each task once
 	for i := range c.newest {
 		c.newest[i] = math.MinInt32
 	}
-	// Stamps say which member last saw a partition or task (its position
-	// plus one), so that nothing is cleared between members.
-	partSeen := make([]int32, t.nParts)
-	taskSeen := make([]int32, nt)
-	owned := make([]int32, nt) // partitions of the task the member owns
-	// Each member's claimed tasks, back to back; sized for a group that
-	// claims each task once.
-	claimed := make([]int32, 0, nt)
-	c.whole = make([]int32, 0, nt)
-	claimedAt := make([]int32, n+1)
-	for m := range n {
-		_, meta := cb.MemberAt(m)
-		c.gen[m] = meta.Generation
-		stamp := int32(m + 1)
-		for _, op := range meta.OwnedPartitions {
-			pos, ok := t.byTopic[op.Topic]
-			if !ok {
+	return &claimsBuilder{t: t, c: c, partSeen: make([]int32, t.nParts), taskSeen: make([]int32, nt), owned: make([]int32, nt),
+		claimed: make([]int32, 0, nt), claimedAt: make([]int32, members+1)}
+}
+
+// add reads member m's report; members come in order.
+func (cb *claimsBuilder) add(m int, gen int32, owned []kmsg.ConsumerMemberMetadataOwnedPartition) {
+	t, c := cb.t, cb.c
+	c.gen[m] = gen
+	stamp := int32(m + 1)
+	for _, op := range owned {
+		pos, ok := t.byTopic[op.Topic]
+		if !ok {
+			continue
+		}
+		sub := t.topicSub[pos]
+		np, nTopics := t.subs[sub].Partitions, int32(len(t.subs[sub].Topics))
+		for _, p := range op.Partitions {
+			if p < 0 || p >= np || cb.partSeen[t.partBase[pos]+int(p)] == stamp {
 				continue
 			}
-			sub := t.topicSub[pos]
-			np, nTopics := t.subs[sub].Partitions, int32(len(t.subs[sub].Topics))
-			for _, p := range op.Partitions {
-				if p < 0 || p >= np || partSeen[t.partBase[pos]+int(p)] == stamp {
-					continue
-				}
-				partSeen[t.partBase[pos]+int(p)] = stamp
-				task := t.first[sub] + int(p)
-				c.newest[task] = max(c.newest[task], meta.Generation)
-				if taskSeen[task] != stamp {
-					taskSeen[task], owned[task] = stamp, 0
-					claimed = append(claimed, int32(task))
-					c.at[task]++
-				}
-				if owned[task]++; owned[task] == nTopics {
-					c.whole = append(c.whole, int32(task))
-				}
+			cb.partSeen[t.partBase[pos]+int(p)] = stamp
+			task := t.first[sub] + int(p)
+			c.newest[task] = max(c.newest[task], gen)
+			if cb.taskSeen[task] != stamp {
+				cb.taskSeen[task], cb.owned[task] = stamp, 0
+				cb.claimed = append(cb.claimed, int32(task))
+				c.at[task]++
+			}
+			if cb.owned[task]++; cb.owned[task] == nTopics {
+				c.whole = append(c.whole, int32(task))
 			}
 		}
-		claimedAt[m+1] = int32(len(claimed))
-		slices.Sort(c.whole[c.wholeAt[m]:]) // owned partitions come by topic name
-		c.wholeAt[m+1] = int32(len(c.whole))
 	}
+	cb.claimedAt[m+1] = int32(len(cb.claimed))
+	slices.Sort(c.whole[c.wholeAt[m]:]) // owned partitions come by topic name
+	c.wholeAt[m+1] = int32(len(c.whole))
+}
+
+// finish returns the claims of every member added.
+func (cb *claimsBuilder) finish() *claims {
+	c, nt := cb.c, len(cb.t.tasks)
 	// at holds claim counts: turn them into the end of each task's claims,
 	// then fill back to front, so that each task's claimers come in member
 	// order and at[t] ends where they begin.
 	for task := 1; task < nt; task++ {
 		c.at[task] += c.at[task-1]
 	}
-	c.at[nt] = int32(len(claimed))
-	c.by = make([]int32, len(claimed))
-	for m := n - 1; m >= 0; m-- {
-		for _, task := range claimed[claimedAt[m]:claimedAt[m+1]] {
+	c.at[nt] = int32(len(cb.claimed))
+	c.by = make([]int32, len(cb.claimed))
+	for m := len(c.gen) - 1; m >= 0; m-- {
+		for _, task := range cb.claimed[cb.claimedAt[m]:cb.claimedAt[m+1]] {
 			c.at[task]--
 			c.by[c.at[task]] = int32(m)
 		}
@@ -434,7 +509,8 @@ func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignmen
 // stay in topology order; the others keep their order.
 func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
 	as := &h.sent[i]
-	var active, moved []int32
+	active := make([]int32, 0, len(h.active[i])+len(keeps))
+	var moved []int32
 	for _, t := range h.active[i] {
 		if h.deferred[t] == notDeferred {
 			active = append(active, t)
@@ -442,32 +518,41 @@ func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
 			moved = append(moved, t)
 		}
 	}
-	h.active[i] = slices.Sorted(slices.Values(append(active, keeps...)))
-	as.Assigned = b.ids(h.active[i])
-	learned, err := b.indices(as.Learned)
+	active = append(active, keeps...)
+	slices.Sort(active)
+	h.active[i] = active
+	as.Assigned = b.ids(active)
+	learned, err := b.indices(as.Learned, len(keeps))
 	if err != nil {
 		return err
 	}
 	// Learned tasks are among i's assigned ones: a deferred one is i's to learn.
 	learned = slices.DeleteFunc(learned, func(t int32) bool { return h.deferred[t] != notDeferred })
-	as.Learned = b.ids(slices.Sorted(slices.Values(append(learned, keeps...))))
-	learning, err := b.indices(as.Learning)
+	learned = append(learned, keeps...)
+	slices.Sort(learned)
+	as.Learned = b.ids(learned)
+	learning, err := b.indices(as.Learning, len(moved))
 	if err != nil {
 		return err
 	}
-	as.Learning = b.ids(slices.Sorted(slices.Values(append(learning, moved...))))
-	kept := func(id string) bool {
-		_, found := slices.BinarySearch(keeps, int32(b.assignor.TaskIndex(id)))
-		return found
+	learning = append(learning, moved...)
+	slices.Sort(learning)
+	as.Learning = b.ids(learning)
+	if len(keeps) > 0 {
+		kept := func(id string) bool {
+			_, found := slices.BinarySearch(keeps, int32(b.assignor.TaskIndex(id)))
+			return found
+		}
+		as.Revoked = slices.DeleteFunc(slices.Clone(as.Revoked), kept)
+		as.Standby = slices.DeleteFunc(slices.Clone(as.Standby), kept)
 	}
-	as.Revoked = slices.DeleteFunc(slices.Clone(as.Revoked), kept)
-	as.Standby = slices.DeleteFunc(slices.Clone(as.Standby), kept)
 	return nil
 }
 
-// indices returns the task indices of ids, which Assign returned.
-func (b *Balancer) indices(ids []string) ([]int32, error) {
-	out := make([]int32, 0, len(ids))
+// indices returns the task indices of ids, which Assign returned, with room
+// for more.
+func (b *Balancer) indices(ids []string, more int) ([]int32, error) {
+	out := make([]int32, 0, len(ids)+more)
 	for _, id := range ids {
 		t := b.assignor.TaskIndex(id)
 		if t < 0 {

@@ -39,6 +39,7 @@ type Subtopology struct {
 type topology struct {
 	subs     []Subtopology
 	first    []int          // first[i] is the index of task "<i>_0"
+	taskSub  []int32        // per task: its subtopology
 	byTopic  map[string]int // topic -> its position in topics
 	tasks    []learner.Task // the learner topology
 	index    map[string]int // task ID -> index
@@ -80,6 +81,7 @@ func newTopology(subs []Subtopology) (*topology, error) {
 		for p := range s.Partitions {
 			id := strconv.Itoa(i) + "_" + strconv.Itoa(int(p))
 			t.index[id] = len(t.tasks)
+			t.taskSub = append(t.taskSub, int32(i))
 			t.tasks = append(t.tasks, learner.Task{ID: id, Stateful: s.Stateful})
 		}
 	}
@@ -114,13 +116,7 @@ func (t *topology) partitions(task int, fn func(topic string, partition int32)) 
 }
 
 // subOf returns the subtopology of task (by index).
-func (t *topology) subOf(task int) int {
-	i, found := slices.BinarySearch(t.first, task)
-	if !found {
-		i--
-	}
-	return i
-}
+func (t *topology) subOf(task int) int { return int(t.taskSub[task]) }
 
 // tasksOf returns, in topology order, the tasks all of whose partitions are
 // in owned (topic -> partitions).
