@@ -1,7 +1,7 @@
 package kgolearner
 
 import (
-	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -11,87 +11,8 @@ import (
 
 	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/wire"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// joined is the group as its leader read it from the JoinGroup response:
-// the kgo.GroupMemberBalancer that MemberBalancer returns.
-type joined struct {
-	b       *Balancer
-	members []kmsg.JoinGroupResponseMember // the first of each member ID
-	topics  map[string]struct{}            // every topic a member subscribes to
-	claims  *claims
-	// Per member: its status in the learner wire format and its rack, which
-	// alias members' bytes, as kgo's own decoded metadata does.
-	userData [][]byte
-	racks    []*string
-}
-
-// readJoin reads every member's kmsg.ConsumerMemberMetadata, as
-// kgo.NewConsumerBalancer does (the first of two members with one ID
-// counts; kgo's fallback for clients that claim version 1 but send version
-// 0), but into one reused struct whose strings alias the bytes, keeping
-// only what the leader needs: kgo's copy of every member's topics and
-// owned partitions was a third of the leader's allocations and most of its
-// garbage collection (BenchmarkLeaderRebalance).
-func (b *Balancer) readJoin(members []kmsg.JoinGroupResponseMember) (*joined, error) {
-	seen := make(map[string]struct{}, len(members))
-	j := &joined{b: b, topics: map[string]struct{}{}}
-	for _, m := range members {
-		if _, dup := seen[m.MemberID]; !dup {
-			seen[m.MemberID] = struct{}{}
-			j.members = append(j.members, m)
-		}
-	}
-	j.userData, j.racks = make([][]byte, len(j.members)), make([]*string, len(j.members))
-	cb := b.topo.newClaims(len(j.members))
-	var meta kmsg.ConsumerMemberMetadata
-	for i, m := range j.members {
-		// Fields the version lacks stay empty; the slices keep their
-		// capacity for the next member.
-		meta.Topics, meta.OwnedPartitions, meta.Rack = meta.Topics[:0], meta.OwnedPartitions[:0], nil
-		raw := m.ProtocolMetadata
-		err := meta.UnsafeReadFrom(raw)
-		if err != nil && bytes.HasPrefix(raw, []byte{0, 1}) {
-			// A client that claims version 1 but sends version 0 (kgo
-			// rewrites the bytes in place; a copy leaves them be).
-			meta.Topics, meta.OwnedPartitions = meta.Topics[:0], meta.OwnedPartitions[:0]
-			err = meta.UnsafeReadFrom(append([]byte{0, 0}, raw[2:]...))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("kgolearner: member %q: unable to read member metadata: %w", m.MemberID, err)
-		}
-		for _, topic := range meta.Topics {
-			if _, ok := j.topics[topic]; !ok {
-				j.topics[strings.Clone(topic)] = struct{}{} // kgo keeps the set
-			}
-		}
-		cb.add(i, meta.Generation, meta.OwnedPartitions)
-		j.userData[i] = meta.UserData
-		if meta.Rack != nil {
-			rack := strings.Clone(*meta.Rack)
-			j.racks[i] = &rack
-		}
-	}
-	j.claims = cb.finish()
-	return j, nil
-}
-
-// Balance implements kgo.GroupMemberBalancer; kgo calls BalanceOrError.
-func (j *joined) Balance(topics map[string]int32) kgo.IntoSyncAssignment {
-	plan, _ := j.BalanceOrError(topics)
-	return plan
-}
-
-// BalanceOrError implements kgo.GroupMemberBalancerOrError.
-func (j *joined) BalanceOrError(topics map[string]int32) (kgo.IntoSyncAssignment, error) {
-	plan, err := j.b.plan(j, topics)
-	if err != nil {
-		return nil, err
-	}
-	return plan, nil
-}
 
 // syncPlan is the leader's answer, one entry per member, sorted by member ID.
 type syncPlan []kmsg.SyncGroupRequestGroupAssignment
@@ -271,18 +192,20 @@ func (t *topology) newClaims(members int) *claimsBuilder {
 }
 
 // add reads member m's report; members come in order.
-func (cb *claimsBuilder) add(m int, gen int32, owned []kmsg.ConsumerMemberMetadataOwnedPartition) {
+func (cb *claimsBuilder) add(m int, meta *consumerMetadata) {
 	t, c := cb.t, cb.c
+	gen := meta.generation
 	c.gen[m] = gen
 	stamp := int32(m + 1)
-	for _, op := range owned {
-		pos, ok := t.byTopic[op.Topic]
+	meta.eachOwned(func(topic []byte, partitions []byte) {
+		pos, ok := t.byTopic[string(topic)]
 		if !ok {
-			continue
+			return
 		}
 		sub := t.topicSub[pos]
 		np, nTopics := t.subs[sub].Partitions, int32(len(t.subs[sub].Topics))
-		for _, p := range op.Partitions {
+		for k := 0; k < len(partitions); k += 4 {
+			p := int32(binary.BigEndian.Uint32(partitions[k:]))
 			if p < 0 || p >= np || cb.partSeen[t.partBase[pos]+int(p)] == stamp {
 				continue
 			}
@@ -298,7 +221,7 @@ func (cb *claimsBuilder) add(m int, gen int32, owned []kmsg.ConsumerMemberMetada
 				c.whole = append(c.whole, int32(task))
 			}
 		}
-	}
+	})
 	cb.claimedAt[m+1] = int32(len(cb.claimed))
 	slices.Sort(c.whole[c.wholeAt[m]:]) // owned partitions come by topic name
 	c.wholeAt[m+1] = int32(len(c.whole))
