@@ -1,6 +1,7 @@
 package kgolearner
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -44,6 +45,7 @@ func (b *Balancer) readJoin(members []kmsg.JoinGroupResponseMember) (*joined, er
 	}
 	j.userData, j.racks = make([][]byte, len(j.members)), make([]*string, len(j.members))
 	cb := b.topo.newClaims(len(j.members))
+	var lastTopics []byte
 	for i, m := range j.members {
 		var meta consumerMetadata
 		raw := m.ProtocolMetadata
@@ -54,11 +56,14 @@ func (b *Balancer) readJoin(members []kmsg.JoinGroupResponseMember) (*joined, er
 		if !ok {
 			return nil, fmt.Errorf("kgolearner: member %q: unable to read member metadata: %w", m.MemberID, errShortMetadata)
 		}
-		meta.eachTopic(func(topic []byte) {
-			if _, ok := j.topics[string(topic)]; !ok {
-				j.topics[string(topic)] = struct{}{}
-			}
-		})
+		if !bytes.Equal(meta.topics, lastTopics) { // the members of an application subscribe alike
+			meta.eachTopic(func(topic []byte) {
+				if _, ok := j.topics[string(topic)]; !ok {
+					j.topics[string(topic)] = struct{}{}
+				}
+			})
+			lastTopics = meta.topics
+		}
 		cb.add(i, &meta)
 		j.userData[i], j.racks[i] = meta.userData, meta.rack
 	}
@@ -89,14 +94,20 @@ type consumerMetadata struct {
 // the bytes parse.
 func (m *consumerMetadata) read(src []byte, version int16) bool {
 	r := kafkaReader{src: src}
-	m.topics = r.array(2, func() { r.str() })
+	n, from := r.arrayLen(2), r.src
+	for range n {
+		r.str()
+	}
+	m.topics = r.since(from)
 	m.userData = r.nullableBytes()
 	m.generation = -1
 	if version >= 1 {
-		m.owned = r.array(6, func() {
+		n, from := r.arrayLen(6), r.src
+		for range n {
 			r.str()
 			r.span(4 * r.arrayLen(4))
-		})
+		}
+		m.owned = r.since(from)
 	}
 	if version >= 2 {
 		m.generation = r.int32()
@@ -118,14 +129,23 @@ func (m *consumerMetadata) eachTopic(fn func(topic []byte)) {
 	}
 }
 
-// eachOwned calls fn with every owned topic and its partitions, big-endian
-// int32s; the bytes are views.
-func (m *consumerMetadata) eachOwned(fn func(topic, partitions []byte)) {
-	r := kafkaReader{src: m.owned}
-	for len(r.src) > 0 {
-		topic := r.str()
-		fn(topic, r.span(4*r.arrayLen(4)))
+// ownedPartitions returns a reader of the owned partitions.
+func (m *consumerMetadata) ownedPartitions() ownedReader {
+	return ownedReader{kafkaReader{src: m.owned}}
+}
+
+// ownedReader walks the owned partitions of a consumerMetadata, which read
+// checked.
+type ownedReader struct{ r kafkaReader }
+
+// next returns the next owned topic and its partitions, big-endian int32s
+// (views of the bytes), or false at the end.
+func (o *ownedReader) next() (topic, partitions []byte, ok bool) {
+	if len(o.r.src) == 0 {
+		return nil, nil, false
 	}
+	topic = o.r.str()
+	return topic, o.r.span(4 * o.r.arrayLen(4)), true
 }
 
 // kafkaReader reads Kafka's classic (non-flexible) encoding. The first
@@ -192,18 +212,12 @@ func (r *kafkaReader) arrayLen(size int) int {
 	return int(n)
 }
 
-// array reads an array whose elements take at least size bytes each with
-// elem and returns the bytes of its elements.
-func (r *kafkaReader) array(size int, elem func()) []byte {
-	n := r.arrayLen(size)
-	start := r.src
-	for range n {
-		elem()
-	}
+// since returns the bytes read since the reader was at from.
+func (r *kafkaReader) since(from []byte) []byte {
 	if r.bad {
 		return nil
 	}
-	return start[:len(start)-len(r.src)]
+	return from[:len(from)-len(r.src)]
 }
 
 // Balance implements kgo.GroupMemberBalancer; kgo calls BalanceOrError.

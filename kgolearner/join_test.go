@@ -51,14 +51,18 @@ func FuzzConsumerMetadata(f *testing.F) {
 		got.eachTopic(func(topic []byte) { topics = append(topics, string(topic)) })
 		assert.Equal(t, want.Topics, nilIfEmpty(topics), "topics of %x", raw)
 		var owned []kmsg.ConsumerMemberMetadataOwnedPartition
-		got.eachOwned(func(topic, partitions []byte) {
+		for it := got.ownedPartitions(); ; {
+			topic, partitions, ok := it.next()
+			if !ok {
+				break
+			}
 			op := kmsg.NewConsumerMemberMetadataOwnedPartition()
 			op.Topic = string(topic)
 			for k := 0; k < len(partitions); k += 4 {
 				op.Partitions = append(op.Partitions, int32(binary.BigEndian.Uint32(partitions[k:])))
 			}
 			owned = append(owned, op)
-		})
+		}
 		assert.Equal(t, want.OwnedPartitions, nilIfEmpty(owned), "owned partitions of %x", raw)
 		assert.Equal(t, want.UserData, got.userData, "user data of %x", raw)
 		assert.Equal(t, want.Generation, got.generation, "generation of %x", raw)

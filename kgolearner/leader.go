@@ -149,22 +149,35 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 // partitions. Members are positions in the JoinGroup response.
 type claims struct {
 	gen []int32 // per member: the generation it last synced in
-	// newest is, per task, the newest generation claiming it: a member
-	// that missed rebalances (a zombie) may still report partitions that
-	// have moved on since (KIP-792). Its claim blocks a hand-over all the
-	// same.
-	newest []int32
-	// by[at[t]:at[t+1]] are the members owning one of task t's partitions,
-	// in member order.
-	at, by []int32
+	// task has one entry per task, and one more that ends the last task's
+	// claimers: by[task[t].at:task[t+1].at] are the members owning one of
+	// task t's partitions, in member order.
+	task []taskClaims
+	by   []int32
 	// whole[wholeAt[m]:wholeAt[m+1]] are the tasks all of whose partitions
 	// member m owns, ascending.
 	wholeAt, whole []int32
 }
 
+// taskClaims is one task's claims. Reading the claims touches each task
+// once per partition; one struct keeps those touches on one cache line.
+type taskClaims struct {
+	// newest is the newest generation claiming the task: a member that
+	// missed rebalances (a zombie) may still report partitions that have
+	// moved on since (KIP-792). Its claim blocks a hand-over all the same.
+	newest int32
+	at     int32 // see claims.task; a count while the claims are read
+	// While the claims are read: the last member to claim the task (its
+	// position plus one) and how many of the task's partitions it owns.
+	seen, owned int32
+}
+
 // current reports whether member m's claim on task t is from the newest
 // generation that claims t.
-func (c *claims) current(m int32, t int) bool { return c.gen[m] >= c.newest[t] }
+func (c *claims) current(m int32, t int) bool { return c.gen[m] >= c.task[t].newest }
+
+// claimers returns the members owning one of task t's partitions.
+func (c *claims) claimers(t int) []int32 { return c.by[c.task[t].at:c.task[t+1].at] }
 
 // claimsBuilder reads the members' owned partitions into claims, one
 // member at a time. A partition reported twice by one member counts once,
@@ -172,23 +185,27 @@ func (c *claims) current(m int32, t int) bool { return c.gen[m] >= c.newest[t] }
 type claimsBuilder struct {
 	t *topology
 	c *claims
-	// Stamps say which member last saw a partition or task (its position
-	// plus one), so that nothing is cleared between members.
-	partSeen, taskSeen []int32
-	owned              []int32 // per task: its partitions the member owns
+	// partSeen is, per partition of a subtopology of several topics, the
+	// last member to report it (its position plus one): a repeat must not
+	// count as another of the task's partitions. (A task of one topic has
+	// one partition: taskClaims.seen says it all.)
+	partSeen []int32
 	// Each member's claimed tasks, back to back.
 	claimed, claimedAt []int32
 }
 
 func (t *topology) newClaims(members int) *claimsBuilder {
 	nt := len(t.tasks)
-	c := &claims{gen: make([]int32, members), newest: make([]int32, nt), at: make([]int32, nt+1), wholeAt: make([]int32, members+1),
+	c := &claims{gen: make([]int32, members), task: make([]taskClaims, nt+1), wholeAt: make([]int32, members+1),
 		whole: make([]int32, 0, nt)} // sized for a group that owns each task once
-	for i := range c.newest {
-		c.newest[i] = math.MinInt32
+	for i := range c.task {
+		c.task[i].newest = math.MinInt32
 	}
-	return &claimsBuilder{t: t, c: c, partSeen: make([]int32, t.nParts), taskSeen: make([]int32, nt), owned: make([]int32, nt),
-		claimed: make([]int32, 0, nt), claimedAt: make([]int32, members+1)}
+	cb := &claimsBuilder{t: t, c: c, claimed: make([]int32, 0, nt), claimedAt: make([]int32, members+1)}
+	if t.nParts > nt {
+		cb.partSeen = make([]int32, t.nParts)
+	}
+	return cb
 }
 
 // add reads member m's report; members come in order.
@@ -197,31 +214,44 @@ func (cb *claimsBuilder) add(m int, meta *consumerMetadata) {
 	gen := meta.generation
 	c.gen[m] = gen
 	stamp := int32(m + 1)
-	meta.eachOwned(func(topic []byte, partitions []byte) {
+	owned := meta.ownedPartitions()
+	for {
+		topic, partitions, ok := owned.next()
+		if !ok {
+			break
+		}
 		pos, ok := t.byTopic[string(topic)]
 		if !ok {
-			return
+			continue
 		}
 		sub := t.topicSub[pos]
-		np, nTopics := t.subs[sub].Partitions, int32(len(t.subs[sub].Topics))
+		np, nTopics, first := t.subs[sub].Partitions, int32(len(t.subs[sub].Topics)), t.first[sub]
 		for k := 0; k < len(partitions); k += 4 {
 			p := int32(binary.BigEndian.Uint32(partitions[k:]))
-			if p < 0 || p >= np || cb.partSeen[t.partBase[pos]+int(p)] == stamp {
+			if p < 0 || p >= np {
 				continue
 			}
-			cb.partSeen[t.partBase[pos]+int(p)] = stamp
-			task := t.first[sub] + int(p)
-			c.newest[task] = max(c.newest[task], gen)
-			if cb.taskSeen[task] != stamp {
-				cb.taskSeen[task], cb.owned[task] = stamp, 0
-				cb.claimed = append(cb.claimed, int32(task))
-				c.at[task]++
+			task := first + int(p)
+			tc := &c.task[task]
+			if nTopics > 1 {
+				if cb.partSeen[t.partBase[pos]+int(p)] == stamp {
+					continue
+				}
+				cb.partSeen[t.partBase[pos]+int(p)] = stamp
+			} else if tc.seen == stamp {
+				continue
 			}
-			if cb.owned[task]++; cb.owned[task] == nTopics {
+			tc.newest = max(tc.newest, gen)
+			if tc.seen != stamp {
+				tc.seen, tc.owned = stamp, 0
+				cb.claimed = append(cb.claimed, int32(task))
+				tc.at++
+			}
+			if tc.owned++; tc.owned == nTopics {
 				c.whole = append(c.whole, int32(task))
 			}
 		}
-	})
+	}
 	cb.claimedAt[m+1] = int32(len(cb.claimed))
 	slices.Sort(c.whole[c.wholeAt[m]:]) // owned partitions come by topic name
 	c.wholeAt[m+1] = int32(len(c.whole))
@@ -232,16 +262,16 @@ func (cb *claimsBuilder) finish() *claims {
 	c, nt := cb.c, len(cb.t.tasks)
 	// at holds claim counts: turn them into the end of each task's claims,
 	// then fill back to front, so that each task's claimers come in member
-	// order and at[t] ends where they begin.
+	// order and at ends where they begin.
 	for task := 1; task < nt; task++ {
-		c.at[task] += c.at[task-1]
+		c.task[task].at += c.task[task-1].at
 	}
-	c.at[nt] = int32(len(cb.claimed))
+	c.task[nt].at = int32(len(cb.claimed))
 	c.by = make([]int32, len(cb.claimed))
 	for m := len(c.gen) - 1; m >= 0; m-- {
 		for _, task := range cb.claimed[cb.claimedAt[m]:cb.claimedAt[m+1]] {
-			c.at[task]--
-			c.by[c.at[task]] = int32(m)
+			c.task[task].at--
+			c.by[c.task[task].at] = int32(m)
 		}
 	}
 	return c
@@ -387,7 +417,7 @@ func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignmen
 				return handOff{}, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
 			}
 			pool = append(pool, int32(t))
-			cs := c.by[c.at[t]:c.at[t+1]]
+			cs := c.claimers(t)
 			owns, other := false, false
 			for _, m := range cs {
 				if m == mi {
