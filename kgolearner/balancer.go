@@ -241,6 +241,7 @@ func New(cfg Config) (*Balancer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kgolearner: %w", err)
 	}
+	topo.index = a.TaskIndex
 	if cfg.CommitTimeout < 0 {
 		return nil, fmt.Errorf("kgolearner: commit timeout %v is negative", cfg.CommitTimeout)
 	}
@@ -296,8 +297,8 @@ func (b *Balancer) TaskOf(topic string, partition int32) (string, bool) {
 
 // Partitions returns the partitions of a task (topic -> partitions).
 func (b *Balancer) Partitions(task string) map[string][]int32 {
-	t, ok := b.topo.index[task]
-	if !ok {
+	t := b.topo.index(task)
+	if t < 0 {
 		return nil
 	}
 	out := map[string][]int32{}

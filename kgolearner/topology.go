@@ -37,15 +37,18 @@ type Subtopology struct {
 // position in topics), and so are partitions (see partBase), so that the
 // leader keeps per-partition state in slices.
 type topology struct {
-	subs     []Subtopology
-	first    []int          // first[i] is the index of task "<i>_0"
-	taskSub  []int32        // per task: its subtopology
-	byTopic  map[string]int // topic -> its position in topics
-	tasks    []learner.Task // the learner topology
-	index    map[string]int // task ID -> index
-	topics   []string       // every input topic, in subtopology order
-	topicSub []int          // per topic position: its subtopology
-	subTopic []int          // subTopic[i] is the position of subtopology i's first topic; the others follow
+	subs    []Subtopology
+	first   []int          // first[i] is the index of task "<i>_0"
+	taskSub []int32        // per task: its subtopology
+	byTopic map[string]int // topic -> its position in topics
+	tasks   []learner.Task // the learner topology
+	// index returns a task's index from its ID, -1 for none: the
+	// Assignor's (New sets it), which parses "<i>_<p>" without a map of
+	// every ID for the garbage collector to scan.
+	index    func(id string) int
+	topics   []string // every input topic, in subtopology order
+	topicSub []int    // per topic position: its subtopology
+	subTopic []int    // subTopic[i] is the position of subtopology i's first topic; the others follow
 	// topicRank is, per topic position, the topic's position in byName:
 	// Kafka's assignments list topics by name.
 	topicRank []int
@@ -58,7 +61,7 @@ type topology struct {
 }
 
 func newTopology(subs []Subtopology) (*topology, error) {
-	t := &topology{subs: subs, byTopic: map[string]int{}, index: map[string]int{}}
+	t := &topology{subs: subs, byTopic: map[string]int{}}
 	for i, s := range subs {
 		if len(s.Topics) == 0 {
 			return nil, fmt.Errorf("kgolearner: subtopology %d has no topics", i)
@@ -80,7 +83,6 @@ func newTopology(subs []Subtopology) (*topology, error) {
 		t.first = append(t.first, len(t.tasks))
 		for p := range s.Partitions {
 			id := strconv.Itoa(i) + "_" + strconv.Itoa(int(p))
-			t.index[id] = len(t.tasks)
 			t.taskSub = append(t.taskSub, int32(i))
 			t.tasks = append(t.tasks, learner.Task{ID: id, Stateful: s.Stateful})
 		}
@@ -154,7 +156,7 @@ type topicPartition struct {
 func (t *topology) partitionSet(tasks []string) map[topicPartition]bool {
 	set := map[topicPartition]bool{}
 	for _, id := range tasks {
-		if i, ok := t.index[id]; ok {
+		if i := t.index(id); i >= 0 {
 			t.partitions(i, func(topic string, p int32) { set[topicPartition{topic, p}] = true })
 		}
 	}
@@ -175,7 +177,7 @@ func (t *topology) partitionMap(tasks []string) map[string][]int32 {
 // partitions).
 func (t *topology) touches(task string, ps map[string][]int32) bool {
 	found := false
-	if i, ok := t.index[task]; ok {
+	if i := t.index(task); i >= 0 {
 		t.partitions(i, func(topic string, p int32) { found = found || slices.Contains(ps[topic], p) })
 	}
 	return found
