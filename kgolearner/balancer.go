@@ -190,6 +190,7 @@ type Balancer struct {
 	topo          *topology
 	assignor      *learner.Assignor
 	codec         *wire.Codec
+	untagged      []byte // the user data of an assignment without tags (see assignmentUserData)
 	policy        learner.RejoinPolicy
 	hooks         Hooks
 	commitTimeout time.Duration
@@ -248,10 +249,16 @@ func New(cfg Config) (*Balancer, error) {
 	if cfg.CommitTimeout == 0 {
 		cfg.CommitTimeout = defaultCommitTimeout
 	}
+	codec := wire.NewCodec(a)
+	untagged, err := codec.AppendAssignment(nil, learner.Assignment{MemberID: workerID})
+	if err != nil {
+		return nil, fmt.Errorf("kgolearner: %w", err) // cannot happen: workerID is a valid ID
+	}
 	return &Balancer{
 		topo:          topo,
 		assignor:      a,
-		codec:         wire.NewCodec(a),
+		codec:         codec,
+		untagged:      untagged,
 		policy:        cfg.Policy,
 		hooks:         cfg.Hooks,
 		commitTimeout: cfg.CommitTimeout,

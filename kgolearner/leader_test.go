@@ -1,8 +1,11 @@
 package kgolearner
 
 import (
+	"maps"
 	"slices"
+	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -16,6 +19,36 @@ func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentT
 		}
 	}
 	slices.Sort(idx)
-	topics, _, _ := b.topo.appendAssignment(nil, nil, nil, slices.Compact(idx))
-	return topics
+	raw, _ := b.topo.appendAssignment(nil, nil, slices.Compact(idx), nil)
+	var ka kmsg.ConsumerMemberAssignment
+	if err := ka.ReadFrom(raw); err != nil {
+		panic(err) // appendAssignment wrote what kmsg cannot read
+	}
+	return ka.Topics
+}
+
+// TestAppendAssignmentMatchesKmsg checks the leader's encoder of member
+// assignments against kmsg's, byte for byte: topics in name order (which is
+// not the topology's: clicks, orders, payments), partitions ascending, the
+// user data or null.
+func TestAppendAssignmentMatchesKmsg(t *testing.T) {
+	b := newTestBalancer(t, testTopology)
+	for _, c := range []struct {
+		tasks    []int32
+		topics   map[string][]int32
+		userData []byte
+	}{
+		{nil, nil, nil},
+		{[]int32{0, 1, 2, 3, 4}, everything, []byte{1, 2}},
+		{[]int32{1, 3}, map[string][]int32{"orders": {1}, "payments": {1}, "clicks": {0}}, []byte{}},
+		{[]int32{4}, map[string][]int32{"clicks": {1}}, nil},
+	} {
+		want := kmsg.NewConsumerMemberAssignment()
+		for _, topic := range slices.Sorted(maps.Keys(c.topics)) {
+			want.Topics = append(want.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic, Partitions: c.topics[topic]})
+		}
+		want.UserData = c.userData
+		got, _ := b.topo.appendAssignment([]byte("prefix"), nil, c.tasks, c.userData)
+		assert.Equal(t, want.AppendTo([]byte("prefix")), got, "appendAssignment(tasks %v, user data %v)", c.tasks, c.userData)
+	}
 }

@@ -1,12 +1,13 @@
 package kgolearner
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
 	"github.com/learnerassignor/learner"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Subtopology is a group of co-partitioned input topics, processed together
@@ -190,39 +191,47 @@ func (t *topology) anyPartition(task int, set map[topicPartition]bool) bool {
 	return found
 }
 
-// appendAssignment appends the partitions of tasks (indices, sorted, no
-// repeats) to topics as a kmsg.ConsumerMemberAssignment lists them: by
-// topic in name order, each topic's partitions ascending; the partition
-// lists are carved from parts. It returns both, grown, so that a leader
-// encoding every member allocates them in one go. keys is scratch space,
-// returned for reuse.
+// appendAssignment appends to b the kmsg.ConsumerMemberAssignment that
+// gives a member tasks (indices, sorted, no repeats) with userData, as its
+// AppendTo encodes version 0 (what kgo's balancers send): the topics in
+// name order, each with its partitions ascending. keys is scratch space,
+// returned for reuse. Writing the bytes straight from the tasks spares the
+// per-member kmsg structs, which took a fifth of the leader's time.
 //
 // A subtopology's tasks are consecutive indices, so in sorted tasks each
 // subtopology is one run of ascending partitions, shared by its topics;
-// only the runs' topics need sorting, by their precomputed rank (comparing
-// names took a third of the leader's encoding).
-func (t *topology) appendAssignment(topics []kmsg.ConsumerMemberAssignmentTopic, parts []int32, keys []uint64, tasks []int32) ([]kmsg.ConsumerMemberAssignmentTopic, []int32, []uint64) {
-	type run struct{ from, to int } // in parts
+// only the runs' topics need sorting, by their precomputed rank.
+func (t *topology) appendAssignment(b []byte, keys []uint64, tasks []int32, userData []byte) ([]byte, []uint64) {
+	type run struct{ from, to, first int } // tasks[from:to], partition = task - first
 	keys = keys[:0]
 	var runs [64]run // most members' runs fit: no allocation
 	rs := runs[:0]
 	for i := 0; i < len(tasks); {
 		sub := t.subOf(int(tasks[i]))
-		first := t.first[sub]
-		end := first + int(t.subs[sub].Partitions)
-		from := len(parts)
-		for ; i < len(tasks) && int(tasks[i]) < end; i++ {
-			parts = append(parts, int32(int(tasks[i])-first))
+		r := run{from: i, first: t.first[sub]}
+		for end := r.first + int(t.subs[sub].Partitions); i < len(tasks) && int(tasks[i]) < end; i++ {
 		}
+		r.to = i
 		for pos := t.subTopic[sub]; pos < t.subTopic[sub]+len(t.subs[sub].Topics); pos++ {
 			keys = append(keys, uint64(t.topicRank[pos])<<32|uint64(len(rs)))
 		}
-		rs = append(rs, run{from, len(parts)})
+		rs = append(rs, r)
 	}
 	slices.Sort(keys)
+	b = binary.BigEndian.AppendUint16(b, 0) // version
+	b = binary.BigEndian.AppendUint32(b, uint32(len(keys)))
 	for _, k := range keys {
-		r := rs[uint32(k)]
-		topics = append(topics, kmsg.ConsumerMemberAssignmentTopic{Topic: t.byName[k>>32], Partitions: parts[r.from:r.to:r.to]})
+		topic, r := t.byName[k>>32], rs[uint32(k)]
+		b = binary.BigEndian.AppendUint16(b, uint16(len(topic)))
+		b = append(b, topic...)
+		b = binary.BigEndian.AppendUint32(b, uint32(r.to-r.from))
+		for _, task := range tasks[r.from:r.to] {
+			b = binary.BigEndian.AppendUint32(b, uint32(int(task)-r.first))
+		}
 	}
-	return topics, parts, keys
+	if userData == nil {
+		return binary.BigEndian.AppendUint32(b, math.MaxUint32), keys // null
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(userData)))
+	return append(b, userData...), keys
 }
