@@ -131,7 +131,10 @@ type Hooks struct {
 	// its own goroutine, so it may call kgo.Client.Close.
 	Shutdown func()
 	// Rebalanced, on the leader only, reports each rebalance it computed.
-	// It runs inside the leader's join; it must not block.
+	// It runs inside the leader's join; it must not block. The Round's
+	// lists may share memory (an assignment no deferral changed is
+	// Assign's own in Planned and in Assignments): read them, do not
+	// modify them.
 	Rebalanced func(Round)
 }
 

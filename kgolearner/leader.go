@@ -109,17 +109,15 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	round.Assignments = h.sent
 
 	plan := make(syncPlan, 0, len(h.sent))
-	var (
-		keys []uint64 // appendAssignment's scratch
-		buf  []byte   // every member's assignment, back to back
-	)
+	w := assignmentWriter{t: b.topo}
+	var buf []byte // every member's assignment, back to back
 	for i, as := range h.sent {
 		userData, err := b.assignmentUserData(as)
 		if err != nil {
 			return nil, fmt.Errorf("kgolearner: %w", err)
 		}
 		at := len(buf)
-		buf, keys = b.topo.appendAssignment(buf, keys, h.active[i], userData)
+		buf = w.append(buf, h.active[i], userData)
 		sa := kmsg.NewSyncGroupRequestGroupAssignment()
 		sa.MemberID = j.members[memberOf[i]].MemberID
 		sa.MemberAssignment = buf[at:len(buf):len(buf)]
@@ -231,8 +229,8 @@ func (cb *claimsBuilder) add(m int, meta *consumerMetadata) {
 		}
 		sub := t.topicSub[pos]
 		np, nTopics, first := t.subs[sub].Partitions, int32(len(t.subs[sub].Topics)), t.first[sub]
-		for k := 0; k < len(partitions); k += 4 {
-			p := int32(binary.BigEndian.Uint32(partitions[k:]))
+		for at := 0; at < len(partitions); at += 4 {
+			p := int32(binary.BigEndian.Uint32(partitions[at:]))
 			if p < 0 || p >= np {
 				continue
 			}
@@ -420,10 +418,21 @@ func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignmen
 	var keeps []uint64                // keeper<<32 | task of every kept task
 	for i, as := range out {
 		mi, from := memberOf[i], len(pool)
+		// Most of what Assign gives a member it already owned, and both
+		// lists are in topology order: an ID equal to the next owned
+		// task's (the same string, so the comparison stops at the
+		// pointer) needs no parsing.
+		owned := c.whole[c.wholeAt[mi]:c.wholeAt[mi+1]]
 		for _, id := range as.Assigned {
-			t := b.assignor.TaskIndex(id)
-			if t < 0 {
+			var t int
+			if len(owned) > 0 && b.topo.tasks[owned[0]].ID == id {
+				t, owned = int(owned[0]), owned[1:]
+			} else if t = b.assignor.TaskIndex(id); t < 0 {
 				return handOff{}, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
+			} else {
+				for len(owned) > 0 && int(owned[0]) < t {
+					owned = owned[1:]
+				}
 			}
 			pool = append(pool, int32(t))
 			cs := c.claimers(t)

@@ -19,7 +19,8 @@ func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentT
 		}
 	}
 	slices.Sort(idx)
-	raw, _ := b.topo.appendAssignment(nil, nil, slices.Compact(idx), nil)
+	w := assignmentWriter{t: b.topo}
+	raw := w.append(nil, slices.Compact(idx), nil)
 	var ka kmsg.ConsumerMemberAssignment
 	if err := ka.ReadFrom(raw); err != nil {
 		panic(err) // appendAssignment wrote what kmsg cannot read
@@ -27,11 +28,11 @@ func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentT
 	return ka.Topics
 }
 
-// TestAppendAssignmentMatchesKmsg checks the leader's encoder of member
+// TestAssignmentWriterMatchesKmsg checks the leader's encoder of member
 // assignments against kmsg's, byte for byte: topics in name order (which is
 // not the topology's: clicks, orders, payments), partitions ascending, the
 // user data or null.
-func TestAppendAssignmentMatchesKmsg(t *testing.T) {
+func TestAssignmentWriterMatchesKmsg(t *testing.T) {
 	b := newTestBalancer(t, testTopology)
 	for _, c := range []struct {
 		tasks    []int32
@@ -48,7 +49,8 @@ func TestAppendAssignmentMatchesKmsg(t *testing.T) {
 			want.Topics = append(want.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic, Partitions: c.topics[topic]})
 		}
 		want.UserData = c.userData
-		got, _ := b.topo.appendAssignment([]byte("prefix"), nil, c.tasks, c.userData)
-		assert.Equal(t, want.AppendTo([]byte("prefix")), got, "appendAssignment(tasks %v, user data %v)", c.tasks, c.userData)
+		w := assignmentWriter{t: b.topo}
+		got := w.append([]byte("prefix"), c.tasks, c.userData)
+		assert.Equal(t, want.AppendTo([]byte("prefix")), got, "assignmentWriter.append(tasks %v, user data %v)", c.tasks, c.userData)
 	}
 }

@@ -191,37 +191,50 @@ func (t *topology) anyPartition(task int, set map[topicPartition]bool) bool {
 	return found
 }
 
-// appendAssignment appends to b the kmsg.ConsumerMemberAssignment that
-// gives a member tasks (indices, sorted, no repeats) with userData, as its
-// AppendTo encodes version 0 (what kgo's balancers send): the topics in
-// name order, each with its partitions ascending. keys is scratch space,
-// returned for reuse. Writing the bytes straight from the tasks spares the
-// per-member kmsg structs, which took a fifth of the leader's time.
+// assignmentWriter writes members' kmsg.ConsumerMemberAssignment, reusing
+// its scratch space from one member to the next. Writing the bytes straight
+// from the tasks spares the per-member kmsg structs, which took a fifth of
+// the leader's time.
+type assignmentWriter struct {
+	t    *topology
+	keys []uint64  // per topic of a run: its rank in name order<<32 | run
+	runs []taskRun // the runs of tasks of one subtopology
+}
+
+// taskRun is tasks[from:to] of one subtopology, whose partitions are the
+// tasks minus first.
+type taskRun struct{ from, to, first int }
+
+// append appends to b the assignment that gives a member tasks (indices,
+// sorted, no repeats) with userData, as kmsg's AppendTo encodes version 0
+// (what kgo's balancers send): the topics in name order, each with its
+// partitions ascending, then the user data (nil is null).
 //
 // A subtopology's tasks are consecutive indices, so in sorted tasks each
 // subtopology is one run of ascending partitions, shared by its topics;
 // only the runs' topics need sorting, by their precomputed rank.
-func (t *topology) appendAssignment(b []byte, keys []uint64, tasks []int32, userData []byte) ([]byte, []uint64) {
-	type run struct{ from, to, first int } // tasks[from:to], partition = task - first
-	keys = keys[:0]
-	var runs [64]run // most members' runs fit: no allocation
-	rs := runs[:0]
+func (w *assignmentWriter) append(b []byte, tasks []int32, userData []byte) []byte {
+	t := w.t
+	w.keys, w.runs = w.keys[:0], w.runs[:0]
+	size := 2 + 4 + 4 + len(userData)
 	for i := 0; i < len(tasks); {
 		sub := t.subOf(int(tasks[i]))
-		r := run{from: i, first: t.first[sub]}
+		r := taskRun{from: i, first: t.first[sub]}
 		for end := r.first + int(t.subs[sub].Partitions); i < len(tasks) && int(tasks[i]) < end; i++ {
 		}
 		r.to = i
 		for pos := t.subTopic[sub]; pos < t.subTopic[sub]+len(t.subs[sub].Topics); pos++ {
-			keys = append(keys, uint64(t.topicRank[pos])<<32|uint64(len(rs)))
+			w.keys = append(w.keys, uint64(t.topicRank[pos])<<32|uint64(len(w.runs)))
+			size += 2 + len(t.topics[pos]) + 4 + 4*(r.to-r.from)
 		}
-		rs = append(rs, r)
+		w.runs = append(w.runs, r)
 	}
-	slices.Sort(keys)
+	slices.Sort(w.keys)
+	b = slices.Grow(b, size)
 	b = binary.BigEndian.AppendUint16(b, 0) // version
-	b = binary.BigEndian.AppendUint32(b, uint32(len(keys)))
-	for _, k := range keys {
-		topic, r := t.byName[k>>32], rs[uint32(k)]
+	b = binary.BigEndian.AppendUint32(b, uint32(len(w.keys)))
+	for _, k := range w.keys {
+		topic, r := t.byName[k>>32], w.runs[uint32(k)]
 		b = binary.BigEndian.AppendUint16(b, uint16(len(topic)))
 		b = append(b, topic...)
 		b = binary.BigEndian.AppendUint32(b, uint32(r.to-r.from))
@@ -230,8 +243,8 @@ func (t *topology) appendAssignment(b []byte, keys []uint64, tasks []int32, user
 		}
 	}
 	if userData == nil {
-		return binary.BigEndian.AppendUint32(b, math.MaxUint32), keys // null
+		return binary.BigEndian.AppendUint32(b, math.MaxUint32) // null
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(userData)))
-	return append(b, userData...), keys
+	return append(b, userData...)
 }
