@@ -130,22 +130,25 @@ func (m *consumerMetadata) eachTopic(fn func(topic []byte)) {
 }
 
 // ownedPartitions returns a reader of the owned partitions.
-func (m *consumerMetadata) ownedPartitions() ownedReader {
-	return ownedReader{kafkaReader{src: m.owned}}
-}
+func (m *consumerMetadata) ownedPartitions() ownedReader { return ownedReader{m.owned} }
 
-// ownedReader walks the owned partitions of a consumerMetadata, which read
-// checked.
-type ownedReader struct{ r kafkaReader }
+// ownedReader walks the owned partitions of a consumerMetadata. read
+// checked their layout, so next reads without checks of its own (Go's
+// bounds checks still hold).
+type ownedReader struct{ b []byte }
 
 // next returns the next owned topic and its partitions, big-endian int32s
 // (views of the bytes), or false at the end.
 func (o *ownedReader) next() (topic, partitions []byte, ok bool) {
-	if len(o.r.src) == 0 {
+	b := o.b
+	if len(b) == 0 {
 		return nil, nil, false
 	}
-	topic = o.r.str()
-	return topic, o.r.span(4 * o.r.arrayLen(4)), true
+	n := int(binary.BigEndian.Uint16(b))
+	topic, b = b[2:2+n], b[2+n:]
+	count := max(int(int32(binary.BigEndian.Uint32(b))), 0) // null is empty
+	partitions, o.b = b[4:4+4*count], b[4+4*count:]
+	return topic, partitions, true
 }
 
 // kafkaReader reads Kafka's classic (non-flexible) encoding. The first
