@@ -64,15 +64,23 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 		// Active tasks travel as the partitions the member owns (see
 		// JoinGroupMetadata): it runs them, except those it gave up at
 		// this join (Revoked) and stale claims.
-		marks.reset()
-		for _, r := range mm.Revoked {
-			if t := b.assignor.TaskIndex(r); t >= 0 {
-				marks.set(t, listRevoked)
+		anyRevoked := len(mm.Revoked) > 0
+		if anyRevoked {
+			marks.reset()
+			for _, r := range mm.Revoked {
+				if t := b.assignor.TaskIndex(r); t >= 0 {
+					marks.set(t, listRevoked)
+				}
 			}
 		}
 		from := len(pool)
 		for _, t := range c.whole[c.wholeAt[m]:c.wholeAt[m+1]] {
-			if _, revoked := marks.get(int(t)); !revoked && c.current(int32(m), int(t)) {
+			if anyRevoked {
+				if _, revoked := marks.get(int(t)); revoked {
+					continue
+				}
+			}
+			if c.current(int32(m), int(t)) {
 				pool = append(pool, b.topo.tasks[t].ID)
 			}
 		}
@@ -110,17 +118,16 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 
 	plan := make(syncPlan, 0, len(h.sent))
 	w := assignmentWriter{t: b.topo}
-	var buf []byte // every member's assignment, back to back
 	for i, as := range h.sent {
 		userData, err := b.assignmentUserData(as)
 		if err != nil {
 			return nil, fmt.Errorf("kgolearner: %w", err)
 		}
-		at := len(buf)
-		buf = w.append(buf, h.active[i], userData)
 		sa := kmsg.NewSyncGroupRequestGroupAssignment()
 		sa.MemberID = j.members[memberOf[i]].MemberID
-		sa.MemberAssignment = buf[at:len(buf):len(buf)]
+		// Each member's bytes in an allocation of their exact size: one
+		// buffer for all grew by copying six times the group's bytes.
+		sa.MemberAssignment = w.append(nil, h.active[i], userData)
 		plan = append(plan, sa)
 	}
 	slices.SortFunc(plan, func(x, y kmsg.SyncGroupRequestGroupAssignment) int { return strings.Compare(x.MemberID, y.MemberID) })
