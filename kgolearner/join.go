@@ -45,25 +45,25 @@ func (b *Balancer) readJoin(members []kmsg.JoinGroupResponseMember) (*joined, er
 	}
 	j.userData, j.racks = make([][]byte, len(j.members)), make([]*string, len(j.members))
 	cb := b.topo.newClaims(len(j.members))
-	var lastTopics []byte
+	var last consumerMetadata // the last member read
 	for i, m := range j.members {
 		var meta consumerMetadata
 		raw := m.ProtocolMetadata
-		ok := len(raw) >= 2 && meta.read(raw[2:], int16(binary.BigEndian.Uint16(raw)))
+		ok := len(raw) >= 2 && meta.read(raw[2:], int16(binary.BigEndian.Uint16(raw)), last.subscription)
 		if !ok && len(raw) >= 2 && raw[0] == 0 && raw[1] == 1 {
-			ok = meta.read(raw[2:], 0)
+			ok = meta.read(raw[2:], 0, last.subscription)
 		}
 		if !ok {
 			return nil, fmt.Errorf("kgolearner: member %q: unable to read member metadata: %w", m.MemberID, errShortMetadata)
 		}
-		if !bytes.Equal(meta.topics, lastTopics) { // the members of an application subscribe alike
+		if !bytes.Equal(meta.subscription, last.subscription) { // the members of an application subscribe alike
 			meta.eachTopic(func(topic []byte) {
 				if _, ok := j.topics[string(topic)]; !ok {
 					j.topics[string(topic)] = struct{}{}
 				}
 			})
-			lastTopics = meta.topics
 		}
+		last = meta
 		cb.add(i, &meta)
 		j.userData[i], j.racks[i] = meta.userData, meta.rack
 	}
@@ -79,11 +79,12 @@ var errShortMetadata = errors.New("not enough data")
 // The topics and owned partitions arrays stay bytes, walked by eachTopic and
 // eachOwned.
 type consumerMetadata struct {
-	topics     []byte // the subscribed topics array's elements
-	userData   []byte
-	owned      []byte // the owned partitions array's elements
-	generation int32
-	rack       *string
+	subscription []byte // the subscribed topics array: its length, then the topics
+	topics       []byte // the subscribed topics array's elements
+	userData     []byte
+	owned        []byte // the owned partitions array's elements
+	generation   int32
+	rack         *string
 }
 
 // read reads the fields after the version as kmsg's ReadFrom does: each
@@ -92,15 +93,25 @@ type consumerMetadata struct {
 // a negative array length is an empty array, and an array that declares
 // more elements than the bytes left could hold fails. It reports whether
 // the bytes parse.
-func (m *consumerMetadata) read(src []byte, version int16) bool {
+//
+// subscription is the last member's: bytes that begin with it hold the
+// same topics, already checked (members of one application subscribe
+// alike, and walking every member's topics was a third of reading it).
+func (m *consumerMetadata) read(src []byte, version int16, subscription []byte) bool {
+	*m = consumerMetadata{generation: -1}
 	r := kafkaReader{src: src}
-	n, from := r.arrayLen(2), r.src
-	for range n {
-		r.str()
+	if len(subscription) > 0 && bytes.HasPrefix(src, subscription) {
+		r.src = src[len(subscription):]
+		m.subscription, m.topics = subscription, subscription[4:]
+	} else {
+		n, from := r.arrayLen(2), r.src
+		for range n {
+			r.str()
+		}
+		m.topics = r.since(from)
+		m.subscription = r.since(src)
 	}
-	m.topics = r.since(from)
 	m.userData = r.nullableBytes()
-	m.generation = -1
 	if version >= 1 {
 		n, from := r.arrayLen(6), r.src
 		for range n {

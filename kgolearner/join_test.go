@@ -38,15 +38,20 @@ func FuzzConsumerMetadata(f *testing.F) {
 			wantErr = want.ReadFrom(append([]byte{0, 0}, raw[2:]...))
 		}
 		var got consumerMetadata
-		ok := len(raw) >= 2 && got.read(raw[2:], int16(binary.BigEndian.Uint16(raw)))
+		ok := len(raw) >= 2 && got.read(raw[2:], int16(binary.BigEndian.Uint16(raw)), nil)
 		if !ok && len(raw) >= 2 && raw[0] == 0 && raw[1] == 1 {
 			got = consumerMetadata{}
-			ok = got.read(raw[2:], 0)
+			ok = got.read(raw[2:], 0, nil)
 		}
 		require.Equal(t, wantErr == nil, ok, "read(%x) = %v, kmsg's error %v", raw, ok, wantErr)
 		if !ok {
 			return
 		}
+		// The same bytes again, read with the last member's subscription.
+		again := consumerMetadata{}
+		require.True(t, again.read(raw[2:], int16(binary.BigEndian.Uint16(raw)), got.subscription) ||
+			again.read(raw[2:], 0, got.subscription), "read(%x) with its own subscription", raw)
+		assert.Equal(t, got, again, "read(%x) with its own subscription", raw)
 		var topics []string
 		got.eachTopic(func(topic []byte) { topics = append(topics, string(topic)) })
 		assert.Equal(t, want.Topics, nilIfEmpty(topics), "topics of %x", raw)

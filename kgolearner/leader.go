@@ -434,6 +434,8 @@ func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignmen
 			var t int
 			if len(owned) > 0 && b.topo.tasks[owned[0]].ID == id {
 				t, owned = int(owned[0]), owned[1:]
+			} else if len(owned) > 1 && b.topo.tasks[owned[1]].ID == id { // one task moved away
+				t, owned = int(owned[1]), owned[2:]
 			} else if t = b.assignor.TaskIndex(id); t < 0 {
 				return handOff{}, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
 			} else {
