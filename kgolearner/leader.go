@@ -466,6 +466,9 @@ func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignmen
 			keeps = append(keeps, uint64(j)<<32|uint64(t))
 		}
 		h.active[i] = pool[from:len(pool):len(pool)]
+		if !slices.IsSorted(h.active[i]) { // Assign documents topology order; the encoding relies on it
+			slices.Sort(h.active[i])
+		}
 	}
 	slices.Sort(keeps)
 	for i := range out {
@@ -489,28 +492,25 @@ func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignmen
 // stay in topology order; the others keep their order.
 func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
 	as := &h.sent[i]
-	active := make([]int32, 0, len(h.active[i])+len(keeps))
-	var moved []int32
+	var stay, moved []int32
 	for _, t := range h.active[i] {
 		if h.deferred[t] == notDeferred {
-			active = append(active, t)
+			stay = append(stay, t)
 		} else {
 			moved = append(moved, t)
 		}
 	}
-	active = append(active, keeps...)
-	slices.Sort(active)
+	active := merge(stay, keeps)
 	h.active[i] = active
 	as.Assigned = b.ids(active)
-	learned, err := b.indices(as.Learned, len(keeps))
+	learned, err := b.indices(as.Learned, 0)
 	if err != nil {
 		return err
 	}
 	// Learned tasks are among i's assigned ones: a deferred one is i's to learn.
 	learned = slices.DeleteFunc(learned, func(t int32) bool { return h.deferred[t] != notDeferred })
-	learned = append(learned, keeps...)
 	slices.Sort(learned)
-	as.Learned = b.ids(learned)
+	as.Learned = b.ids(merge(learned, keeps))
 	learning, err := b.indices(as.Learning, len(moved))
 	if err != nil {
 		return err
@@ -527,6 +527,19 @@ func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
 		as.Standby = slices.DeleteFunc(slices.Clone(as.Standby), kept)
 	}
 	return nil
+}
+
+// merge returns the ascending x and y, disjoint, merged in a new slice.
+func merge(x, y []int32) []int32 {
+	out := make([]int32, 0, len(x)+len(y))
+	for len(x) > 0 && len(y) > 0 {
+		if x[0] < y[0] {
+			out, x = append(out, x[0]), x[1:]
+		} else {
+			out, y = append(out, y[0]), y[1:]
+		}
+	}
+	return append(append(out, x...), y...)
 }
 
 // indices returns the task indices of ids, which Assign returned, with room
