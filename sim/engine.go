@@ -35,6 +35,10 @@ type slot struct {
 	since   time.Duration // when have was last brought up to date
 	gen     uint64        // bumped to cancel a scheduled restore completion
 	caught  time.Duration // when it caught up (done), for hand-over waits
+	// replays is when it last became a caught-up replica (learning or
+	// standby), which replays the changelog from then on, rebalances
+	// included: restore consumers are not the group's consumer.
+	replays time.Duration
 }
 
 type member struct {
@@ -86,10 +90,11 @@ type engine struct {
 	err     error
 
 	rebalancing bool
-	starting    bool     // a rebalance start is scheduled
-	reasons     []string // why the next rebalance starts
-	lastOwner   []int    // per task, the member that last ran it active; -1
-	cause       []Cause  // per task down now: why; 0 while it processes
+	starting    bool            // a rebalance start is scheduled
+	reasons     []string        // why the next rebalance starts
+	lastOwner   []int           // per task, the member that last ran it active; -1
+	cause       []Cause         // per task down now: why; 0 while it processes
+	idleSince   []time.Duration // per task down now: since when; -1 while it processes
 
 	res     Result
 	lastT   time.Duration // metrics are integrated up to here
@@ -112,7 +117,8 @@ func run(sc *Scenario, s Strategy) (*Result, error) {
 	if err := sc.Check(); err != nil {
 		return nil, err
 	}
-	e := &engine{sc: sc, lastOwner: make([]int, len(sc.Tasks)), cause: make([]Cause, len(sc.Tasks)), index: make(map[string]int, len(sc.Tasks))}
+	e := &engine{sc: sc, lastOwner: make([]int, len(sc.Tasks)), cause: make([]Cause, len(sc.Tasks)), idleSince: make([]time.Duration, len(sc.Tasks)),
+		index: make(map[string]int, len(sc.Tasks))}
 	for i, t := range sc.Tasks {
 		e.tasks = append(e.tasks, learner.Task{ID: t.ID, Stateful: t.Size > 0})
 		e.size = append(e.size, t.Size)
@@ -152,7 +158,7 @@ func run(sc *Scenario, s Strategy) (*Result, error) {
 // owner's, spread over the others.
 func (e *engine) start() {
 	for i := range e.lastOwner {
-		e.lastOwner[i] = -1
+		e.lastOwner[i], e.idleSince[i] = -1, -1
 	}
 	n, k := len(e.tasks), len(e.sc.Members)
 	as := make([]learner.Assignment, k)
@@ -473,13 +479,17 @@ func (e *engine) setRoles(m *member, a learner.Assignment) {
 		default:
 			s.role, s.stopped = standby, false
 		}
+		if s.done && s.role != active && was != learning && was != standby {
+			s.replays = e.now
+		}
 		e.schedule(m, t)
 	}
 }
 
 // takeOver makes m the active owner of t, whose local state on m is s:
 // counted as a move when another member ran it last, as a cold hand-over
-// when s has not caught up. A caught-up copy still replays its ReplayLag.
+// when s has not caught up. A caught-up copy still replays what is left of
+// its ReplayLag (replayLeft).
 func (e *engine) takeOver(m *member, t int, s *slot, was role) {
 	last := e.lastOwner[t]
 	if last >= 0 && last != m.idx {
@@ -506,10 +516,28 @@ func (e *engine) takeOver(m *member, t int, s *slot, was role) {
 		e.setCause(t, CauseCold)
 		return
 	}
-	if lag := m.rate * e.sc.ReplayLag.Seconds(); lag > 0 {
+	if lag := m.rate * e.replayLeft(t, s, was).Seconds(); lag > 0 {
 		s.have, s.done = max(0, e.size[t]-lag), false
 		e.setCause(t, CausePromotion)
 	}
+}
+
+// replayLeft is how much of the ReplayLag a caught-up copy s of t still has
+// to replay when it takes t over. A replica trails a writing active by the
+// ReplayLag; once the active stops writing (it released t at a join, was
+// revoked, crashed or left), the replica, which keeps replaying through the
+// rebalance, catches up on the rest: it is at the changelog's end
+// ReplayLag after the later of that stop and its own catching up. State on
+// disk replays nothing until it is assigned, so it pays the whole lag.
+func (e *engine) replayLeft(t int, s *slot, was role) time.Duration {
+	if was != learning && was != standby {
+		return e.sc.ReplayLag
+	}
+	since := e.now // the active stops at this instant
+	if e.idleSince[t] >= 0 {
+		since = e.idleSince[t]
+	}
+	return max(0, e.sc.ReplayLag-(e.now-max(since, s.replays)))
 }
 
 // anyCaughtUp reports whether a live member other than m has a caught-up
@@ -591,7 +619,7 @@ func (e *engine) schedule(m *member, t int) {
 		if s.gen != gen || m.slots[t] != s {
 			return
 		}
-		s.have, s.done, s.since, s.caught = e.size[t], true, e.now, e.now
+		s.have, s.done, s.since, s.caught, s.replays = e.size[t], true, e.now, e.now, e.now
 		if s.role == learning {
 			e.strat.restored(m, t)
 		}
@@ -699,8 +727,11 @@ func (e *engine) record() {
 	var down [numCauses]int
 	for t, p := range e.processing() {
 		if p > 0 {
-			e.cause[t] = 0
+			e.cause[t], e.idleSince[t] = 0, -1
 			continue
+		}
+		if e.idleSince[t] < 0 {
+			e.idleSince[t] = e.now
 		}
 		if e.cause[t] == 0 {
 			// Nothing recorded why: nobody runs it (a follow-up or the

@@ -78,7 +78,7 @@ const (
 	// ready, a task waiting for a follow-up rebalance.
 	CauseJoin Cause = iota + 1
 	// CausePromotion is a hand-over to a caught-up replica: stopped at the
-	// join that promotes it, then its ReplayLag.
+	// join that promotes it, then what is left of its ReplayLag.
 	CausePromotion
 	// CauseCold is a task restoring on a member that had not caught up.
 	CauseCold

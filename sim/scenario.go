@@ -36,8 +36,11 @@ type Scenario struct {
 	// every strategy (Kafka Streams' num.standby.replicas).
 	Standbys int
 	// ReplayLag is how far a replica that has caught up (a standby, a
-	// learner, a warm-up, state on disk) trails the active: taking the task
-	// over costs this much replay before it processes.
+	// learner, a warm-up, state on disk) trails the active while the active
+	// writes. A replica keeps replaying after the active stops (released at
+	// a join, revoked, crashed, left), so taking the task over costs what is
+	// left of this much replay; state on disk, which replays nothing until
+	// assigned, pays all of it.
 	ReplayLag time.Duration
 	// Handover is the learner strategies' round structure: how a ready
 	// learner's task reaches it (see Handover).
@@ -123,7 +126,7 @@ const (
 //	leave-deadline 10m           # learner strategies' time-bounded leave (default 0: none)
 //	standbys 1                   # standby replicas of each stateful task (default 0)
 //	replay-lag 1s                # how far a caught-up replica trails the active (default 0)
-//	handover withhold            # learner strategies: one-round, follow-up or withhold (default withhold)
+//	handover follow-up           # learner strategies: follow-up, one-round, withhold or follow-up-ready (default follow-up)
 //	restore-rate 50              # default rate of members that name none (default 50)
 //	tasks T1-T80 size 100-8000 seed 1   # stateful, sizes drawn uniformly with the seed
 //	tasks T81 T82 size 500       # stateful, one size

@@ -78,13 +78,30 @@ const (
 	// old owner revokes it, the new owner keeps learning it, and the
 	// follow-up rebalance gives it to the new owner.
 	HandoverWithhold
+	// HandoverFollowUpReady is HandoverFollowUp, except that when a round
+	// makes a member lose a task, so that kgo's follow-up comes next, the
+	// leader tags learned only the stateful tasks whose learner reported
+	// them caught up: the others' owners keep running them through the
+	// follow-up, in which their learners cannot be promoted anyway. It is a
+	// proposal for kgolearner's leader, which does not do it yet.
+	HandoverFollowUpReady
 )
 
 // DefaultHandover is what kgolearner on main does (4846b37: one-round
 // hand-over, kgo's follow-up rebalance).
 const DefaultHandover = HandoverFollowUp
 
-var handoverNames = [...]string{HandoverOneRound: "one-round", HandoverFollowUp: "follow-up", HandoverWithhold: "withhold"}
+var handoverNames = [...]string{HandoverOneRound: "one-round", HandoverFollowUp: "follow-up", HandoverWithhold: "withhold",
+	HandoverFollowUpReady: "follow-up-ready"}
+
+// Handovers returns every handover, in the order of their keywords.
+func Handovers() []Handover {
+	all := make([]Handover, len(handoverNames))
+	for i := range all {
+		all[i] = Handover(i)
+	}
+	return all
+}
 
 // String returns the handover's keyword in the scenario format.
 func (h Handover) String() string {
@@ -192,10 +209,41 @@ func (s *learnerStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assi
 	switch s.e.sc.Handover {
 	case HandoverWithhold:
 		return withhold(as, joins, s.e.index, s.e.tasks)
-	case HandoverFollowUp:
-		holdStateless(as, joins, s.e.index, s.e.tasks)
+	case HandoverFollowUp, HandoverFollowUpReady:
+		holdMoved(as, joins, s.e.index)
+		if s.e.sc.Handover == HandoverFollowUpReady && lostTask(joins, as) {
+			tagCaughtUpOnly(as, joins, s.e.index, s.e.tasks)
+		}
 	}
 	return as, nil, nil
+}
+
+// tagCaughtUpOnly drops the learned tag of every stateful task whose learner
+// did not report it caught up (ready, or a lag of 0) at this join: its owner
+// keeps running it through the next rebalance instead of releasing it.
+func tagCaughtUpOnly(as []learner.Assignment, joins []learner.MemberMetadata, index map[string]int, tasks []learner.Task) {
+	caught := map[[2]string]bool{} // member ID, task ID
+	for _, j := range joins {
+		for _, id := range j.Ready {
+			caught[[2]string{j.ID, id}] = true
+		}
+		for _, l := range j.Lag {
+			if l.Lag == 0 {
+				caught[[2]string{j.ID, l.Task}] = true
+			}
+		}
+	}
+	learnerOf := map[string]string{}
+	for _, a := range as {
+		for _, id := range a.Learning {
+			learnerOf[id] = a.MemberID
+		}
+	}
+	for i := range as {
+		as[i].Learned = slices.DeleteFunc(as[i].Learned, func(id string) bool {
+			return tasks[index[id]].Stateful && !caught[[2]string{learnerOf[id], id}]
+		})
+	}
 }
 
 // withhold is kgolearner's leader: a task assigned to a member while another
@@ -238,22 +286,34 @@ func withhold(as []learner.Assignment, joins []learner.MemberMetadata, index map
 	return as, withheld, nil
 }
 
-// holdStateless is kgolearner's leader for stateless tasks: one that Assign
-// moves away from a member that still runs it (reported it in Assigned)
-// stays with that member one more generation, tagged learned, while the
-// new owner learns it; the owner releases it at its next join and the next
-// rebalance gives it to the learner.
-func holdStateless(as []learner.Assignment, joins []learner.MemberMetadata, index map[string]int, tasks []learner.Task) {
-	runs := make(map[string]int, len(joins)) // stateless task -> position in as of the member running it
+// holdMoved is kgolearner's leader (handOver): a task that Assign moves away
+// from a member that still runs it (reported it in Assigned) stays with that
+// member one more generation, tagged learned, while the new owner learns it;
+// the owner releases it at its next join and the next rebalance gives it to
+// the learner. Kafka cannot make the owner stop first. Stateless tasks move
+// this way; a stateful one only when its owner had not released it.
+func holdMoved(as []learner.Assignment, joins []learner.MemberMetadata, index map[string]int) {
+	runs := make(map[string]int, len(joins)) // task -> position in as of the member running it
 	for _, j := range joins {
 		i := slices.IndexFunc(as, func(a learner.Assignment) bool { return a.MemberID == j.ID })
 		for _, id := range j.Assigned {
-			if t, ok := index[id]; ok && !tasks[t].Stateful && i >= 0 {
+			if i >= 0 {
 				runs[id] = i
 			}
 		}
 	}
 	byIndex := func(x, y string) int { return index[x] - index[y] }
+	drop := func(l []string, id string) []string {
+		return slices.DeleteFunc(l, func(x string) bool { return x == id })
+	}
+	add := func(l []string, id string) []string {
+		if slices.Contains(l, id) {
+			return l
+		}
+		l = append(l, id)
+		slices.SortFunc(l, byIndex)
+		return l
+	}
 	for i := range as {
 		a := &as[i]
 		for _, id := range slices.Clone(a.Assigned) {
@@ -261,15 +321,11 @@ func holdStateless(as []learner.Assignment, joins []learner.MemberMetadata, inde
 			if !ok || o == i {
 				continue
 			}
-			a.Assigned = slices.DeleteFunc(a.Assigned, func(x string) bool { return x == id })
-			a.Learning = append(a.Learning, id)
-			slices.SortFunc(a.Learning, byIndex)
+			a.Assigned, a.Learned = drop(a.Assigned, id), drop(a.Learned, id)
+			a.Learning = add(a.Learning, id)
 			old := &as[o]
-			old.Revoked = slices.DeleteFunc(old.Revoked, func(x string) bool { return x == id })
-			old.Assigned = append(old.Assigned, id)
-			old.Learned = append(old.Learned, id)
-			slices.SortFunc(old.Assigned, byIndex)
-			slices.SortFunc(old.Learned, byIndex)
+			old.Revoked, old.Standby = drop(old.Revoked, id), drop(old.Standby, id)
+			old.Assigned, old.Learned = add(old.Assigned, id), add(old.Learned, id)
 		}
 	}
 }
@@ -305,8 +361,8 @@ func (s *learnerStrategy) settled(r Round) {
 		if len(r.Withheld) > 0 {
 			s.e.requestRebalance("follow-up for withheld tasks")
 		}
-	case HandoverFollowUp:
-		if lostTask(r) {
+	case HandoverFollowUp, HandoverFollowUpReady:
+		if lostTask(r.Joins, r.Assignments) {
 			s.e.requestRebalance("kgo's follow-up: a member lost a partition")
 		}
 	}
@@ -316,18 +372,36 @@ func (s *learnerStrategy) settled(r Round) {
 			s.e.requestRebalance(m.id + " rejoins: learners ready")
 		}
 	}
+	for _, id := range unpromoted(r) {
+		// kgolearner's member rejoins when it reported a learner ready
+		// and the leader did not promote it (the move was deferred).
+		s.e.requestRebalance(id + " rejoins: a ready learner was not promoted")
+	}
 }
 
-// lostTask reports whether a member of the round lost a task it reported
-// (in Assigned or Revoked): kgo then rejoins at once.
-func lostTask(r Round) bool {
+// unpromoted returns the members of the round that reported a learner ready
+// and still learn it: the leader deferred its promotion.
+func unpromoted(r Round) []string {
+	var ids []string
 	for _, j := range r.Joins {
 		i := slices.IndexFunc(r.Assignments, func(a learner.Assignment) bool { return a.MemberID == j.ID })
+		if i >= 0 && slices.ContainsFunc(j.Ready, func(id string) bool { return slices.Contains(r.Assignments[i].Learning, id) }) {
+			ids = append(ids, j.ID)
+		}
+	}
+	return ids
+}
+
+// lostTask reports whether a member that joined loses a task it reported
+// (in Assigned or Revoked) in the assignments as: kgo then rejoins at once.
+func lostTask(joins []learner.MemberMetadata, as []learner.Assignment) bool {
+	for _, j := range joins {
+		i := slices.IndexFunc(as, func(a learner.Assignment) bool { return a.MemberID == j.ID })
 		if i < 0 {
 			continue
 		}
 		for _, id := range slices.Concat(j.Assigned, j.Revoked) {
-			if !slices.Contains(r.Assignments[i].Assigned, id) {
+			if !slices.Contains(as[i].Assigned, id) {
 				return true
 			}
 		}

@@ -58,7 +58,7 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		deadline  = fs.Duration("leave-deadline", 0, "override the learner strategies' leave deadline (0: none)")
 		standbys  = fs.Int("standbys", 0, fmt.Sprintf("override the standby replicas of each stateful task, every strategy (0 to %d; 0: the figures without standbys)", sim.MaxStandbys))
 		replayLag = fs.Duration("replay-lag", 0, "override how far a caught-up replica trails its active")
-		handover  = fs.String("handover", "", "override the learner strategies' hand-over: one-round, follow-up or withhold")
+		handover  = fs.String("handover", "", "override the learner strategies' hand-over: "+handoverChoices())
 		sizeRange = fs.String("size", fmt.Sprintf("%g-%g", sim.Defaults.MinSize, sim.Defaults.MaxSize), "default scenario: state size range of stateful tasks, `MIN-MAX` MB")
 	)
 	fs.IntVar(&p.Members, "members", p.Members, "default scenario: peak group size (it starts with two thirds)")
@@ -104,7 +104,7 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		"replay-lag":       func(sc *sim.Scenario) error { sc.ReplayLag = *replayLag; return nil },
 		"handover": func(sc *sim.Scenario) (err error) {
 			if sc.Handover, err = sim.ParseHandover(*handover); err != nil {
-				return &sim.RangeError{Name: "handover", Got: strconv.Quote(*handover), Want: "one-round, follow-up or withhold"}
+				return &sim.RangeError{Name: "handover", Got: strconv.Quote(*handover), Want: handoverChoices()}
 			}
 			return nil
 		},
@@ -221,4 +221,14 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// handoverChoices lists the -handover keywords: "a, b or c".
+func handoverChoices() string {
+	var names []string
+	for _, h := range sim.Handovers() {
+		names = append(names, h.String())
+	}
+	last := len(names) - 1
+	return strings.Join(names[:last], ", ") + " or " + names[last]
 }
