@@ -14,13 +14,7 @@ func New(tasks []Task, opts Options) (*Assignor, error) {
 	if err != nil {
 		return nil, err
 	}
-	stateful := 0
-	for _, t := range tasks {
-		if t.Stateful {
-			stateful++
-		}
-	}
-	if err := opts.validate(stateful); err != nil {
+	if err := opts.validate(len(topo.tasks) - topo.stateless); err != nil {
 		return nil, err
 	}
 	return &Assignor{topology: topo, opts: opts}, nil

@@ -36,13 +36,22 @@ func (g *group) receivesFirst(a, la, b, lb int32) bool {
 // every member is leaving (then orphans must still get an owner).
 func (g *group) eligible(m int32) bool { return !g.leaving[m] || g.staying == 0 }
 
-// receivers returns a heap of the members that may receive tasks, lightest first.
-func (g *group) receivers() *memberHeap {
-	h := newMemberHeap(len(g.load), g.lighter)
-	for m := range g.load {
-		if g.eligible(int32(m)) {
-			h.push(int32(m))
+// receivers returns a queue of the members that may receive tasks,
+// lightest first: a level queue when they all have the same capacity (the
+// callers only add load), else a heap.
+func (g *group) receivers() memberQueue {
+	var eligible []int32
+	for m := range int32(len(g.load)) {
+		if g.eligible(m) {
+			eligible = append(eligible, m)
 		}
+	}
+	if g.sameCapacity(eligible) {
+		return newRisingQueue(g.load, eligible)
+	}
+	h := newMemberHeap(len(g.load), g.lighter)
+	for _, m := range eligible {
+		h.push(m)
 	}
 	return h
 }
@@ -104,9 +113,9 @@ func (w warmth) compare(o warmth) int {
 // warmthAt returns the warmth of warm-index entry i.
 func (g *group) warmthAt(i int32) warmth {
 	if g.warmIsSb[i] {
-		return warmth{g.warmLag[i], copyStandby}
+		return warmth{g.warmLagAt(i), copyStandby}
 	}
-	return warmth{g.warmLag[i], copyOnDisk}
+	return warmth{g.warmLagAt(i), copyOnDisk}
 }
 
 // warmBetter reports whether warm-index entry i beats entry j of the same
@@ -169,7 +178,7 @@ func (g *group) placeOrphans() {
 // It moves l's planned load to the new owner.
 func (g *group) orphanOwner(t, l int32) int32 {
 	i := g.warmestEntry(t)
-	if i == none || g.warmthAt(i).compare(warmth{g.learnerKey[t].lag, copyLearner}) >= 0 {
+	if i == none || g.warmthAt(i).compare(warmth{g.learnerKey(t).lag(), copyLearner}) >= 0 {
 		return l
 	}
 	m := g.warm.items[i]
@@ -194,7 +203,7 @@ func (g *group) handOverLeaving() {
 	}
 	h := g.receivers()
 	for _, t := range g.placementOrder(handed) {
-		if g.tasks[t].Stateful && !g.canLearn() {
+		if g.isStateful(t) && !g.canLearn() {
 			continue
 		}
 		m := g.bestWarm(t)
@@ -210,7 +219,7 @@ func (g *group) handOverLeaving() {
 // stateful, at once if not. It updates the planned loads.
 func (g *group) move(t, m int32) {
 	from := g.owner[t]
-	if g.tasks[t].Stateful {
+	if g.isStateful(t) {
 		g.learner[t] = m
 		g.learnersInFlight++
 	} else {
@@ -226,13 +235,8 @@ type balancePlan struct {
 	*group
 	spread spread  // per-subtopology counts; off (zero) until the group needs balancing
 	shed   shedder // each donor's movable tasks
-	donors *memberHeap
-	recv   *memberHeap
-	// With equal capacities the heaps compare integer keys (see
-	// memberHeap.key): a receiver's is (load, rank), a donor's is (-load,
-	// its place in the order of heavier's tie-breaks), the same orders as
-	// lighter and heavier. Nil with mixed capacities.
-	recvKey, donorKey []uint64
+	donors donorQueue
+	recv   memberQueue
 }
 
 // balance moves tasks from heavy to light staying members until no move
@@ -275,11 +279,19 @@ func (g *group) balance() {
 	}
 	p.spread = g.newSpread()
 	p.shed = newShedder(g, &p.spread, gives)
-	if g.equalCapacities() {
-		p.recvKey, p.donorKey = make([]uint64, len(g.load)), make([]uint64, len(g.load))
-		// A giver's place among equally loaded givers never changes: its
-		// spread bound only changes when it receives, and then it leaves
-		// the donor heap (see run).
+	var staying []int32
+	for m := range int32(len(g.load)) {
+		if !g.leaving[m] {
+			staying = append(staying, m)
+		}
+	}
+	if g.sameCapacity(staying) {
+		// Level queues (levels.go) in the orders of lighter and heavier:
+		// receivers by (load, rank); donors by load, then spread bound,
+		// then rank. A giver's spread bound only changes when it
+		// receives, and then it leaves the donor queue (see run), so its
+		// place among equally loaded givers is fixed.
+		place := make([]int32, len(g.load))
 		slices.SortFunc(givers, func(a, b int32) int {
 			if p.spread.on && p.spread.max[a] != p.spread.max[b] {
 				return cmp.Compare(p.spread.max[b], p.spread.max[a])
@@ -287,47 +299,31 @@ func (g *group) balance() {
 			return cmp.Compare(a, b)
 		})
 		for i, m := range givers {
-			p.donorKey[m] = uint64(i)
+			place[m] = int32(i)
 		}
-		p.recv, p.donors = newKeyedHeap(p.recvKey), newKeyedHeap(p.donorKey)
+		p.recv = newRisingQueue(g.load, staying)
+		p.donors = newFallingQueue(g.load, place, givers, len(g.load))
 	} else {
-		p.recv, p.donors = newMemberHeap(len(g.load), g.lighter), newMemberHeap(len(g.load), p.heavier)
-	}
-	for m := range int32(len(g.load)) {
-		if !g.leaving[m] {
-			p.setKeys(m)
-			p.recv.push(m)
+		recv, donors := newMemberHeap(len(g.load), g.lighter), newMemberHeap(len(g.load), p.heavier)
+		for _, m := range staying {
+			recv.push(m)
 		}
-	}
-	for _, m := range givers {
-		p.donors.push(m)
+		for _, m := range givers {
+			donors.push(m)
+		}
+		p.recv, p.donors = recv, donors
 	}
 	p.run()
 }
 
-// equalCapacities reports whether every staying member has the same capacity.
-func (g *group) equalCapacities() bool {
-	c := int64(0)
-	for m, cm := range g.capacity {
-		if !g.leaving[m] {
-			if c != 0 && cm != c {
-				return false
-			}
-			c = cm
+// sameCapacity reports whether the members all have the same capacity.
+func (g *group) sameCapacity(members []int32) bool {
+	for _, m := range members {
+		if g.capacity[m] != g.capacity[members[0]] {
+			return false
 		}
 	}
 	return true
-}
-
-// setKeys updates m's heap keys (if the heaps are keyed) to its load. Loads
-// fit in 31 bits (tasks do) and ranks and places in 32.
-func (p *balancePlan) setKeys(m int32) {
-	if p.recvKey == nil {
-		return
-	}
-	load := uint64(p.load[m])
-	p.recvKey[m] = load<<32 | uint64(m)
-	p.donorKey[m] = (1<<31-load)<<32 | p.donorKey[m]&(1<<32-1)
 }
 
 // heavier reports whether a is the better donor: taking a task from it saves more.
@@ -363,14 +359,12 @@ func (p *balancePlan) run() {
 		// counts change l's key only: h's upper bound stays.)
 		p.move(t, l)
 		p.load[l]--
-		p.setKeys(h)
 		p.donors.fix(h)
 		p.recv.fix(h)
 		p.load[l]++
 		if p.spread.on {
 			p.spread.moved(p.sub[t], h, l)
 		}
-		p.setKeys(l)
 		p.recv.fix(l)
 		// A member that received never gives: its donor key is now at most
 		// the lightest receiver's, which only grows. Removing it keeps the

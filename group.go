@@ -23,18 +23,26 @@ type group struct {
 	held     csr     // tasks reported in Assigned or Revoked, sorted
 	warmBy   csr     // per member: tasks it has local state for (standby or lag), smallest lag first
 	unknown  map[int32][]string
-	staying  int // members not leaving
-	capTotal int64
+	// contested is set when two members reported holding one task (in
+	// Assigned or Revoked): the loser's held row then has a task it never
+	// owned this round (see output).
+	contested bool
+	staying   int // members not leaving
+	capTotal  int64
 
 	// Per task.
-	owner      []int32 // rank of the active owner
-	ownerClass []uint8 // how the owner claimed it (claim*), for conflicts
-	learner    []int32 // rank of the learner
-	learnerKey []learnerKey
-	fixed      []bool // placed this round: not to be moved again
-	warm       csr    // members with local state for the task (standby or lag); nil start when none has and no standbys are placed
-	warmLag    []reportedLag
-	warmIsSb   []bool
+	owner   []int32 // rank of the active owner
+	learner []int32 // rank of the learner
+	// The keys of the learners ingest kept: task t's is
+	// learnerKeys[keyAt[t]]. An index per task and a key per learner, not
+	// a 16-byte key per task: few tasks have a learner, and at a million
+	// tasks a key per task was 16 MB per call.
+	keyAt       []int32
+	learnerKeys []learnerKey
+	fixed       []bool        // placed this round: not to be moved again
+	warm        csr           // members with local state for the task (standby or lag); nil start when none has and no standbys are placed
+	warmLag     []reportedLag // nil when no member reported a lag (see warmLagAt)
+	warmIsSb    []bool
 
 	learnersInFlight int // learners kept or placed, for Options.MaxLearners
 
@@ -55,21 +63,37 @@ func newGroup(topo *topology, opts Options, in []MemberMetadata, byRank []int32)
 	g.rack = make([]int32, n)
 	g.load = make([]int32, n)
 	g.owner = make([]int32, nt)
-	g.ownerClass = make([]uint8, nt)
 	g.learner = make([]int32, nt)
 	g.fixed = make([]bool, nt)
-	for t := range g.owner {
-		g.owner[t], g.learner[t] = none, none
-	}
+	fillNone(g.owner)
+	fillNone(g.learner)
 	return g
 }
 
-// learnerKey is what ranks a member among the learners of one task
-// (learnerKey.better holds the rule).
-type learnerKey struct {
-	staying, ready bool
-	lag            reportedLag
+// fillNone sets every element of s to none by doubling copies: memmove
+// writes many bytes per instruction where a loop writes one int32, which
+// matters for the two per-task arrays every call fills.
+func fillNone(s []int32) {
+	if len(s) == 0 {
+		return
+	}
+	s[0] = none
+	for i := 1; i < len(s); i *= 2 {
+		copy(s[i:], s[:i])
+	}
 }
+
+// learnerKey is what ranks a member among the learners of one task
+// (learnerKey.better holds the rule). The lag is kept unpacked, its flag
+// beside the others, so that a key takes 16 bytes, not 24: there is one
+// per learner.
+type learnerKey struct {
+	records                     int64
+	lagReported, staying, ready bool
+}
+
+// lag returns the lag the learner reported.
+func (k learnerKey) lag() reportedLag { return reportedLag{k.records, k.lagReported} }
 
 // reportedLag is the changelog lag a member reported for its local state of
 // one task, or the fact that it reported none: a flag, not a value, since
@@ -102,6 +126,14 @@ type csr struct {
 }
 
 func (c *csr) row(r int32) []int32 { return c.items[c.start[r]:c.start[r+1]] }
+
+// warmLagAt returns the lag of warm-index entry i.
+func (g *group) warmLagAt(i int32) reportedLag {
+	if g.warmLag == nil {
+		return reportedLag{} // nobody reported one
+	}
+	return g.warmLag[i]
+}
 
 // setOwner makes m the active owner of t for the rest of this call.
 func (g *group) setOwner(t, m int32) {

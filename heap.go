@@ -7,35 +7,15 @@ package learner
 type memberHeap struct {
 	items []int32
 	pos   []int32 // rank -> index in items, none when absent
-	cmp   func(a, b int32) bool
-	// key, when set, orders the heap instead of cmp: smallest key first.
-	// Its owner updates a member's key before fixing it. Comparing two
-	// integers in place costs a fraction of an indirect call that
-	// multiplies loads by capacities, and the balancing loop re-sifts two
-	// members per move.
-	key []uint64
+	less  func(a, b int32) bool
 }
 
 func newMemberHeap(members int, less func(a, b int32) bool) *memberHeap {
-	h := &memberHeap{pos: make([]int32, members), cmp: less}
+	h := &memberHeap{pos: make([]int32, members), less: less}
 	for i := range h.pos {
 		h.pos[i] = none
 	}
 	return h
-}
-
-// newKeyedHeap returns a heap ordered by key, smallest first.
-func newKeyedHeap(key []uint64) *memberHeap {
-	h := newMemberHeap(len(key), nil)
-	h.key = key
-	return h
-}
-
-func (h *memberHeap) less(a, b int32) bool {
-	if h.key != nil {
-		return h.key[a] < h.key[b]
-	}
-	return h.cmp(a, b)
 }
 
 func (h *memberHeap) len() int { return len(h.items) }

@@ -1,9 +1,11 @@
 package learner
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/learnerassignor/learner/internal/errtext"
 )
@@ -27,6 +29,11 @@ func ingest(topo *topology, opts Options, in []MemberMetadata) (*group, error) {
 		}
 	}
 	rd.indexWarm()
+	for t, w := range rd.owner { // claims to plain ranks
+		if w != none {
+			rd.owner[t] = w & (1<<claimShift - 1)
+		}
+	}
 	return rd.group, nil
 }
 
@@ -45,7 +52,13 @@ func rankMembers(in []MemberMetadata) ([]int32, error) {
 	for i := range byRank {
 		byRank[i] = int32(i)
 	}
-	slices.SortFunc(byRank, func(x, y int32) int { return compareIDs(in[x].ID, in[y].ID) })
+	keys := naturalKeys(in)
+	slices.SortFunc(byRank, func(x, y int32) int {
+		if c := bytes.Compare(keys[x], keys[y]); c != 0 {
+			return c
+		}
+		return strings.Compare(in[x].ID, in[y].ID) // compareIDs's tie-break
+	})
 	for r := 1; r < len(in); r++ {
 		if in[byRank[r]].ID == in[byRank[r-1]].ID {
 			p := int(max(byRank[r], byRank[r-1]))
@@ -55,28 +68,36 @@ func rankMembers(in []MemberMetadata) ([]int32, error) {
 	return byRank, nil
 }
 
+// naturalKeys returns the members' natural keys (appendNaturalKey), which
+// order them as compareIDs does but for its tie-break, in one buffer.
+func naturalKeys(in []MemberMetadata) [][]byte {
+	size := 0
+	for i := range in {
+		size += 2*len(in[i].ID) + 1 // a key's longest: a run of digits every other byte
+	}
+	buf, keys := make([]byte, 0, size), make([][]byte, len(in))
+	for i := range in {
+		from := len(buf)
+		buf = appendNaturalKey(buf, in[i].ID)
+		keys[i] = buf[from:len(buf):len(buf)]
+	}
+	return keys
+}
+
 // Claim classes, best first: a running active beats a revoked-at-join copy,
-// and a staying member beats a leaving one.
+// and a staying member beats a leaving one. While members are read, a
+// claimed task's owner word holds its class above the owner's rank
+// (class<<claimShift | rank, positive as ranks fit 27 bits), so a claim
+// touches one per-task word instead of an owner and a class array; ingest
+// turns the words into plain ranks once every member is read.
 const (
 	claimNone uint8 = iota
 	claimRevokedLeaving
 	claimRevokedStaying
 	claimActiveLeaving
 	claimActiveStaying
+	claimShift = 32 - kindBits // the class's place in a claim word: above every rank (maxMembers)
 )
-
-// claim records that member rank reports task t in Assigned (active claim
-// classes) or Revoked (revoked classes). The best class wins; members are
-// offered in rank order, so the first-ranked member wins ties.
-func (g *group) claim(t, rank int32, ifStaying, ifLeaving uint8) {
-	c := ifStaying
-	if g.leaving[rank] {
-		c = ifLeaving
-	}
-	if c > g.ownerClass[t] {
-		g.owner[t], g.ownerClass[t] = rank, c
-	}
-}
 
 // List kinds recorded in the per-task stamp while one member is validated.
 const (
@@ -88,6 +109,7 @@ const (
 	kindReady = 8
 	kindLag   = 16
 	kindBits  = 5 // the bits the kinds take in reader.stamp
+	kindAll   = 1<<kindBits - 1
 )
 
 // maxMembers keeps rank+1 within reader.stamp's 32-kindBits bits.
@@ -96,12 +118,16 @@ const maxMembers = 1<<(32-kindBits) - 1
 var kindNames = [...]string{kindAssigned: "assigned", kindRevoked: "revoked", kindLearning: "learning", kindStandby: "standby"}
 
 // warmEntry records that a member has local state for a task: a standby, or
-// state it reported a lag for.
+// state it reported a lag for. The lag is kept unpacked (reportedLag's
+// flag beside the other flag) so that an entry takes 24 bytes, not 32:
+// there is one per standby, a hundred thousand in a large group.
 type warmEntry struct {
-	task, member int32
-	lag          reportedLag
-	standby      bool
+	records           int64
+	task, member      int32
+	reported, standby bool
 }
+
+func (w *warmEntry) lag() reportedLag { return reportedLag{w.records, w.reported} }
 
 // reader is ingest's scratch state, sized once and reused from member to
 // member so that reading costs no allocation per member.
@@ -115,6 +141,8 @@ type reader struct {
 	stamp []uint32
 	racks map[string]int32 // interned racks, nil until a member has one
 	warm  []warmEntry      // every member's, in rank order
+	// lagged is set once a member reports a lag.
+	lagged bool
 
 	// The member being read.
 	m            *MemberMetadata
@@ -123,17 +151,22 @@ type reader struct {
 	unknownKinds map[string]uint8 // lists (kind*) of its tasks the topology lacks
 	standby      []int32
 	learning     []int32
+	merge        []int32 // scratch for sortHeld
 }
 
 func newReader(g *group) reader {
-	var heldN, warmN, standbyMax, learningMax int
+	var heldN, warmN, learningN, standbyMax, learningMax int
 	for i := range g.in {
 		m := &g.in[i]
 		heldN += len(m.Assigned) + len(m.Revoked)
 		warmN += len(m.Standby) + len(m.Lag)
+		learningN += len(m.Learning)
 		standbyMax, learningMax = max(standbyMax, len(m.Standby)), max(learningMax, len(m.Learning))
 	}
 	n, nt := len(g.in), len(g.tasks)
+	if learningN > 0 { // else nobody learns, and resolveLearners skips its pass
+		g.keyAt, g.learnerKeys = make([]int32, nt), make([]learnerKey, 0, learningN)
+	}
 	g.held = csr{start: make([]int32, n+1), items: make([]int32, 0, heldN)}
 	g.warmBy = csr{start: make([]int32, n+1)}
 	return reader{group: g, stamp: make([]uint32, nt),
@@ -188,20 +221,23 @@ func (rd *reader) read(r int32) error {
 		return err
 	}
 	for _, t := range rd.standby {
-		rd.warm = append(rd.warm, warmEntry{task: t, member: r, lag: lagOf(lags, t), standby: true})
+		lag := lagOf(lags, t)
+		rd.warm = append(rd.warm, warmEntry{records: lag.records, task: t, member: r, reported: lag.reported, standby: true})
 	}
 	// This member's warm entries, smallest lag first, then topology order.
 	// Reports usually list tasks in topology order and no lags, so the
 	// entries usually arrive sorted: checking costs one comparison per
-	// entry, sorting several.
-	if mine := rd.warm[rd.warmBy.start[r]:]; !slices.IsSortedFunc(mine, compareWarm) {
+	// entry, sorting several. Without lags they are its standbys, in
+	// Standby's order, and checking that list is cheaper still.
+	mine := rd.warm[rd.warmBy.start[r]:]
+	if sorted := lags == nil && slices.IsSorted(rd.standby); !sorted && !slices.IsSortedFunc(mine, compareWarm) {
 		slices.SortFunc(mine, compareWarm)
 	}
 	rd.warmBy.start[r+1] = int32(len(rd.warm))
 	for _, t := range rd.learning {
 		lag := lagOf(lags, t)
 		ready := rd.listed(t, "")&kindReady != 0 || (rd.opts.AcceptableLag > 0 && lag.within(rd.opts.AcceptableLag))
-		rd.offerLearner(t, r, learnerKey{staying: !rd.m.Leaving, ready: ready, lag: lag})
+		rd.offerLearner(t, r, learnerKey{records: lag.records, lagReported: lag.reported, staying: !rd.m.Leaving, ready: ready})
 	}
 	return nil
 }
@@ -209,7 +245,7 @@ func (rd *reader) read(r int32) error {
 // compareWarm orders one member's warm entries: smallest lag first, then
 // topology order.
 func compareWarm(x, y warmEntry) int {
-	if c := x.lag.compare(y.lag); c != 0 {
+	if c := x.lag().compare(y.lag()); c != 0 {
 		return c
 	}
 	return cmp.Compare(x.task, y.task)
@@ -256,54 +292,149 @@ func (rd *reader) readProfile() error {
 // tasks the member holds, which claim ownership), Standby and Learning. A
 // task may be in at most one of them, once; the error names the two lists
 // in this order.
+//
+// One loop per kind of list instead of one over a table of lists: the hot
+// loop then keeps its slice and claim class in registers, and ingest is
+// most of Assign's time for a group with little to move.
 func (rd *reader) readLists() error {
 	m := rd.m
 	heldFrom := len(rd.held.items)
-	rd.standby, rd.learning = rd.standby[:0], rd.learning[:0]
-	lists := [...]struct {
-		kind  uint8
-		ids   []string
-		into  *[]int32
-		claim [2]uint8 // claim classes of a held task when staying, when leaving
-	}{
-		{kindAssigned, m.Assigned, &rd.held.items, [2]uint8{claimActiveStaying, claimActiveLeaving}},
-		{kindRevoked, m.Revoked, &rd.held.items, [2]uint8{claimRevokedStaying, claimRevokedLeaving}},
-		{kindStandby, m.Standby, &rd.standby, [2]uint8{claimNone, claimNone}},
-		{kindLearning, m.Learning, &rd.learning, [2]uint8{claimNone, claimNone}},
+	if err := rd.readHeld(m.Assigned, kindAssigned, claimActiveStaying, claimActiveLeaving); err != nil {
+		return err
 	}
-	for i := range lists {
-		l := &lists[i]
-		held := l.claim[0] != claimNone
-		for _, id := range l.ids {
-			t, err := rd.lookup(id, kindNames[l.kind])
-			if err != nil {
+	revokedFrom := len(rd.held.items)
+	if err := rd.readHeld(m.Revoked, kindRevoked, claimRevokedStaying, claimRevokedLeaving); err != nil {
+		return err
+	}
+	var err error
+	if rd.standby, err = rd.readRole(m.Standby, kindStandby, rd.standby[:0]); err != nil {
+		return err
+	}
+	if rd.learning, err = rd.readRole(m.Learning, kindLearning, rd.learning[:0]); err != nil {
+		return err
+	}
+	rd.sortHeld(heldFrom, revokedFrom)
+	rd.held.start[rd.rank+1] = int32(len(rd.held.items))
+	return nil
+}
+
+// readHeld reads Assigned or Revoked (kind k): each known task goes to the
+// member's held row and claims ownership with the list's class when the
+// member stays or leaves; an unknown one comes back in its Revoked.
+func (rd *reader) readHeld(ids []string, k, ifStaying, ifLeaving uint8) error {
+	class := ifStaying
+	if rd.m.Leaving {
+		class = ifLeaving
+	}
+	me := uint32(rd.rank+1) << kindBits
+	for _, id := range ids {
+		// The usual case inline: a topology task nobody listed before in
+		// this report. Its stamp word is read once, and when it is zero
+		// (no member listed the task before) there is no claim to beat, so
+		// the claim is written without reading the owner's: one random
+		// read per task, not two.
+		t := rd.index.lookup(id)
+		var st uint32
+		if t != none {
+			st = rd.stamp[t]
+		}
+		if t == none || st&^kindAll == me { // unknown, or a repeat: mark says which error
+			var err error
+			if t, err = rd.mark(id, k); err != nil {
 				return err
 			}
-			if k := rd.listed(t, id) & kindMask; k == l.kind {
-				return memberErr(m, rd.pos, "task %s listed twice in %s", errtext.Quote(id), kindNames[k])
-			} else if k != 0 {
-				return memberErr(m, rd.pos, "task %s listed in both %s and %s", errtext.Quote(id), kindNames[k], kindNames[l.kind])
-			}
-			rd.list(t, id, l.kind)
-			switch {
-			case t != none:
-				*l.into = append(*l.into, t)
-				if held {
-					rd.claim(t, rd.rank, l.claim[0], l.claim[1])
-				}
-			case held: // it comes back in the member's Revoked
+			if t == none {
 				if rd.unknown == nil {
 					rd.unknown = map[int32][]string{}
 				}
 				rd.unknown[rd.rank] = append(rd.unknown[rd.rank], id)
+				continue
+			}
+			st = rd.stamp[t] // not zero: compare the classes below
+		} else {
+			rd.stamp[t] = me | uint32(k)
+		}
+		rd.held.items = append(rd.held.items, t)
+		mine := int32(class)<<claimShift | rd.rank
+		if st == 0 { // nobody listed t before: no claim to beat
+			rd.owner[t] = mine
+		} else if w := rd.owner[t]; w == none {
+			rd.owner[t] = mine
+		} else {
+			rd.contested = true
+			if mine>>claimShift > w>>claimShift { // the best class wins; members come in rank order, so the first wins ties
+				rd.owner[t] = mine
 			}
 		}
 	}
-	if held := rd.held.items[heldFrom:]; !slices.IsSorted(held) { // as above: usually sorted already
-		slices.Sort(held)
-	}
-	rd.held.start[rd.rank+1] = int32(len(rd.held.items))
 	return nil
+}
+
+// readRole reads Standby or Learning (kind k), appending its known tasks to
+// into; unknown ones are dropped.
+func (rd *reader) readRole(ids []string, k uint8, into []int32) ([]int32, error) {
+	me := uint32(rd.rank+1) << kindBits
+	for _, id := range ids {
+		t := rd.index.lookup(id)                     // the usual case inline, as in readHeld
+		if t == none || rd.stamp[t]&^kindAll == me { // unknown, or a repeat: mark says which error
+			var err error
+			if t, err = rd.mark(id, k); err != nil {
+				return into, err
+			}
+			if t == none {
+				continue // dropped
+			}
+		} else {
+			rd.stamp[t] = me | uint32(k)
+		}
+		into = append(into, t)
+	}
+	return into, nil
+}
+
+// mark looks up a task the member lists in kind k, checks that no list of
+// the member had it before and records it; it returns none for a
+// well-formed ID the topology lacks.
+func (rd *reader) mark(id string, k uint8) (int32, error) {
+	t, err := rd.lookup(id, kindNames[k])
+	if err != nil {
+		return none, err
+	}
+	if was := rd.listed(t, id) & kindMask; was == k {
+		return none, memberErr(rd.m, rd.pos, "task %s listed twice in %s", errtext.Quote(id), kindNames[k])
+	} else if was != 0 {
+		return none, memberErr(rd.m, rd.pos, "task %s listed in both %s and %s", errtext.Quote(id), kindNames[was], kindNames[k])
+	}
+	rd.list(t, id, k)
+	return t, nil
+}
+
+// sortHeld sorts the member's held row, held.items[from:], of which
+// [from:revoked] came from Assigned and the rest from Revoked. Reports
+// usually list each in topology order, so the row is usually sorted
+// already (one comparison per task) or two sorted runs, merged in linear
+// time through a scratch buffer; only other rows pay for a sort.
+func (rd *reader) sortHeld(from, revoked int) {
+	row := rd.held.items[from:]
+	a, b := row[:revoked-from], row[revoked-from:]
+	switch {
+	case slices.IsSorted(row):
+	case slices.IsSorted(a) && slices.IsSorted(b):
+		rd.merge = append(rd.merge[:0], a...)
+		a = rd.merge
+		i, j := 0, 0
+		for k := range row {
+			if j == len(b) || i < len(a) && a[i] < b[j] {
+				row[k] = a[i]
+				i++
+			} else {
+				row[k] = b[j]
+				j++
+			}
+		}
+	default:
+		slices.Sort(row)
+	}
 }
 
 // readReady checks that Ready is a subset of Learning, without repeats.
@@ -330,6 +461,7 @@ func (rd *reader) readLag() (map[int32]int64, error) {
 	if len(rd.m.Lag) == 0 {
 		return nil, nil
 	}
+	rd.lagged = true
 	lags := make(map[int32]int64, len(rd.m.Lag))
 	for _, l := range rd.m.Lag {
 		if l.Lag < 0 {
@@ -349,7 +481,7 @@ func (rd *reader) readLag() (map[int32]int64, error) {
 		}
 		lags[t] = l.Lag
 		if k&kindMask == 0 {
-			rd.warm = append(rd.warm, warmEntry{task: t, member: rd.rank, lag: reportedLag{l.Lag, true}})
+			rd.warm = append(rd.warm, warmEntry{records: l.Lag, task: t, member: rd.rank, reported: true})
 		}
 	}
 	return lags, nil
@@ -390,7 +522,12 @@ func (rd *reader) indexWarm() {
 	// array is needed, and each task's candidates stay in rank order (the
 	// order entries were appended in).
 	g.warm = csr{start: make([]int32, nt+1), items: make([]int32, len(rd.warm))}
-	g.warmLag = make([]reportedLag, len(rd.warm))
+	// Lags only when someone reported one: without, every entry's lag is
+	// "none reported", and the 16 bytes an entry would take are a
+	// quarter of what standbys=1 allocates.
+	if rd.lagged {
+		g.warmLag = make([]reportedLag, len(rd.warm))
+	}
 	g.warmIsSb = make([]bool, len(rd.warm))
 	for _, w := range rd.warm {
 		g.warm.start[w.task]++
@@ -404,6 +541,9 @@ func (rd *reader) indexWarm() {
 		w := &rd.warm[i]
 		g.warm.start[w.task]--
 		j := g.warm.start[w.task]
-		g.warm.items[j], g.warmLag[j], g.warmIsSb[j] = w.member, w.lag, w.standby
+		g.warm.items[j], g.warmIsSb[j] = w.member, w.standby
+		if g.warmLag != nil {
+			g.warmLag[j] = w.lag()
+		}
 	}
 }

@@ -53,3 +53,34 @@ func naturalCompare(a, b string) int {
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// appendNaturalKey appends to key a string whose byte order is the natural
+// order of valid IDs (compareIDs, less its byte-order tie-break): every run
+// of digits becomes '0', the number of its digits without leading zeros (one
+// byte: IDs are at most 255 bytes), then those digits. Runs then compare by
+// magnitude, then digit by digit, as naturalCompare compares them, and a
+// run's first byte '0' compares with the letters, '-', '.' and '_' around
+// it as any digit does. Sorting by keys costs one byte comparison per pair
+// (memcmp, many bytes at a time) instead of naturalCompare's walk, which
+// matters for a thousand members sharing a long ID prefix.
+func appendNaturalKey(key []byte, id string) []byte {
+	for i := 0; i < len(id); {
+		if !isDigit(id[i]) {
+			key = append(key, id[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(id) && id[j] == '0' {
+			j++
+		}
+		k := j
+		for k < len(id) && isDigit(id[k]) {
+			k++
+		}
+		key = append(key, '0', byte(k-j))
+		key = append(key, id[j:k]...)
+		i = k
+	}
+	return key
+}

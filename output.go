@@ -17,11 +17,15 @@ func (g *group) output() []Assignment {
 		lists
 	)
 	count := make([]int32, n*lists)
+	gained := make([]int32, n) // per member: tasks it owns and did not report holding
 	for t, o := range g.owner {
 		if o == none {
 			continue
 		}
 		count[int(o)*lists+assigned]++
+		if g.fixed[t] {
+			gained[o]++
+		}
 		if l := g.learner[t]; l != none {
 			count[int(o)*lists+learned]++
 			count[int(l)*lists+learning]++
@@ -35,11 +39,24 @@ func (g *group) output() []Assignment {
 			count[int(m)*lists+standby]++
 		}
 	}
+	// A member's revoked tasks are the held ones it no longer owns. Unless
+	// two members reported holding one task, each held task's owner was its
+	// holder until something placed it this round (setOwner marks it
+	// fixed), and nothing places a task with the member that held it; so a
+	// member keeps owned-minus-gained of its held tasks, and one that keeps
+	// them all has none revoked and its held row is not read. That skips a
+	// random read per held task in every group where nothing is revoked.
+	var lost []int32 // the revoked held tasks, member by member
 	for m := range int32(n) {
-		for _, t := range g.held.row(m) {
-			if g.owner[t] != m {
-				count[int(m)*lists+revoked]++
+		row := g.held.row(m)
+		if g.contested || int32(len(row)) != count[int(m)*lists+assigned]-gained[m] {
+			from := len(lost)
+			for _, t := range row {
+				if g.owner[t] != m {
+					lost = append(lost, t)
+				}
 			}
+			count[int(m)*lists+revoked] = int32(len(lost) - from)
 		}
 		count[int(m)*lists+revoked] += int32(len(g.unknown[m]))
 	}
@@ -95,11 +112,14 @@ func (g *group) output() []Assignment {
 		}
 	}
 	for m := range int32(n) {
-		for _, t := range g.held.row(m) {
-			if g.owner[t] != m {
-				put(m, revoked, g.tasks[t].ID)
-			}
+		if g.unknown == nil && count[int(m)*lists+revoked] == 0 {
+			continue
 		}
+		k := count[int(m)*lists+revoked] - int32(len(g.unknown[m]))
+		for _, t := range lost[:k] {
+			put(m, revoked, g.tasks[t].ID)
+		}
+		lost = lost[k:]
 		unknown := slices.Clone(g.unknown[m])
 		slices.SortFunc(unknown, compareIDs)
 		for _, id := range unknown {

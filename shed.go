@@ -1,9 +1,6 @@
 package learner
 
-import (
-	"slices"
-	"sort"
-)
+import "slices"
 
 // This file chooses which task a donor gives away while balancing.
 //
@@ -21,12 +18,15 @@ type shedder struct {
 	movable  []int32   // movable tasks, by member and segment
 	segs     []segment // member m's are segs[segStart[m]:segStart[m+1]]
 	segStart []int32
+	segMid   []int32 // member m's stateful segments start at segs[segMid[m]]
 }
 
+// segment is a run of one giver's movable tasks of one kind (segMid
+// splits the kinds) and, with spread on, one subtopology: often a single
+// task, so there can be one per held task, and it is kept to 12 bytes.
 type segment struct {
 	sub       int32 // subtopology of the segment's tasks; none for "any"
 	next, end int32 // cursor and end in shedder.movable
-	stateless bool
 }
 
 // sheddable reports whether o may give t away: it owns it, stays, nobody
@@ -35,14 +35,29 @@ func (g *group) sheddable(t, o int32) bool {
 	return o != none && !g.leaving[o] && g.learner[t] == none && !g.fixed[t] && g.owner[t] == o
 }
 
+// heldSheddable is sheddable(t, h) for a task of giver h's own held row.
+// Unless two members reported holding one task, such a task's owner is h
+// until something places it (and marks it fixed), so the owner need not be
+// read: one random read fewer per candidate.
+func (g *group) heldSheddable(t, h int32) bool {
+	return g.learner[t] == none && !g.fixed[t] && (!g.contested || g.owner[t] == h)
+}
+
 // newShedder lays out the movable tasks of the members for which gives is
 // true. A movable task was never placed this round, so its owner is the
 // member that reported it: it is in the owner's held row, which ingest left
-// sorted in topology order. Each giver's list is therefore its held row
-// filtered, stateless tasks first (they move for free), then stateful ones,
-// cut into a segment where the kind or, with spread on, the subtopology
-// changes. Subtopologies usually follow topology order; a member whose
-// tasks do not is sorted by subtopology.
+// sorted in topology order. Each giver's list is therefore its held row,
+// stateless tasks first (they move for free), then stateful ones, cut into
+// a segment where the kind or, with spread on, the subtopology changes.
+// Subtopologies usually follow topology order; a member whose tasks do not
+// is sorted by subtopology.
+//
+// The lists keep tasks that are not movable (learned, placed this round,
+// claimed by another member): pick skips them anyway, since tasks stop
+// being movable while balancing runs, and filtering here would cost several
+// random reads per held task, most of which are never looked at again.
+// When the topology has one kind of task, a giver's list is a copy of its
+// row and the only per-task read is its subtopology, to cut segments.
 //
 // The work is linear in the givers' held tasks: a member that cannot give
 // (see balance) costs nothing, and no pass runs over the whole topology.
@@ -63,27 +78,38 @@ func newShedder(g *group, sp *spread, gives []bool) shedder {
 		segs = size
 	}
 	s := shedder{group: g, spread: sp, movable: make([]int32, 0, size), segs: make([]segment, 0, segs),
-		segStart: make([]int32, n+1)}
+		segStart: make([]int32, n+1), segMid: make([]int32, n)}
 	for m := range int32(n) {
 		if gives[m] {
 			row := g.held.row(m)
 			from := int32(len(s.movable))
-			s.movable = s.appendMovable(s.movable, row, m, false)
-			mid := int32(len(s.movable))
-			s.movable = s.appendMovable(s.movable, row, m, true)
-			s.cutSegments(from, mid, true)
-			s.cutSegments(mid, int32(len(s.movable)), false)
+			switch g.stateless {
+			case len(g.tasks): // every task stateless
+				s.movable = append(s.movable, row...)
+				s.cutSegments(from, int32(len(s.movable)))
+				s.segMid[m] = int32(len(s.segs))
+			case 0: // every task stateful
+				s.movable = append(s.movable, row...)
+				s.segMid[m] = int32(len(s.segs))
+				s.cutSegments(from, int32(len(s.movable)))
+			default:
+				s.movable = s.appendKind(s.movable, row, false)
+				mid := int32(len(s.movable))
+				s.movable = s.appendKind(s.movable, row, true)
+				s.cutSegments(from, mid)
+				s.segMid[m] = int32(len(s.segs))
+				s.cutSegments(mid, int32(len(s.movable)))
+			}
 		}
 		s.segStart[m+1] = int32(len(s.segs))
 	}
 	return s
 }
 
-// appendMovable appends the tasks of row that m may give and whose
-// statefulness is stateful.
-func (s *shedder) appendMovable(movable, row []int32, m int32, stateful bool) []int32 {
+// appendKind appends the tasks of row whose statefulness is stateful.
+func (s *shedder) appendKind(movable, row []int32, stateful bool) []int32 {
 	for _, t := range row {
-		if s.tasks[t].Stateful == stateful && s.sheddable(t, m) {
+		if s.isStateful(t) == stateful {
 			movable = append(movable, t)
 		}
 	}
@@ -91,22 +117,30 @@ func (s *shedder) appendMovable(movable, row []int32, m int32, stateful bool) []
 }
 
 // cutSegments appends the segments of movable[from:to], tasks of one kind.
-func (s *shedder) cutSegments(from, to int32, stateless bool) {
+// With spread on it cuts runs of one subtopology in one pass, reading each
+// task's subtopology once; a range whose subtopologies turn out not to be
+// in order is sorted by subtopology (stably) and cut again.
+func (s *shedder) cutSegments(from, to int32) {
 	if !s.spread.on {
 		if from < to {
-			s.segs = append(s.segs, segment{sub: none, next: from, end: to, stateless: stateless})
+			s.segs = append(s.segs, segment{sub: none, next: from, end: to})
 		}
 		return
 	}
-	if tasks := s.movable[from:to]; !slices.IsSortedFunc(tasks, s.bySub) {
-		slices.SortStableFunc(tasks, s.bySub)
-	}
+	first := len(s.segs)
 	for i := from; i < to; {
+		sub := s.sub[s.movable[i]]
+		if len(s.segs) > first && sub < s.segs[len(s.segs)-1].sub {
+			s.segs = s.segs[:first]
+			slices.SortStableFunc(s.movable[from:to], s.bySub)
+			s.cutSegments(from, to)
+			return
+		}
 		j := i + 1
-		for j < to && s.sub[s.movable[j]] == s.sub[s.movable[i]] {
+		for j < to && s.sub[s.movable[j]] == sub {
 			j++
 		}
-		s.segs = append(s.segs, segment{sub: s.sub[s.movable[i]], next: i, end: j, stateless: stateless})
+		s.segs = append(s.segs, segment{sub: sub, next: i, end: j})
 		i = j
 	}
 }
@@ -123,17 +157,15 @@ func (s *shedder) pick(h, l int32) int32 {
 	learnOK := s.canLearn()
 	if learnOK {
 		for _, t := range s.warmBy.row(l) {
-			if s.sheddable(t, h) && s.tasks[t].Stateful {
+			if s.sheddable(t, h) && s.isStateful(t) {
 				return t
 			}
 		}
 	}
-	segs := s.segs[s.segStart[h]:s.segStart[h+1]]
-	stateful := sort.Search(len(segs), func(i int) bool { return !segs[i].stateless })
-	if t := s.pickFrom(segs[:stateful], h, l); t != none || !learnOK {
+	if t := s.pickFrom(s.segs[s.segStart[h]:s.segMid[h]], h, l); t != none || !learnOK {
 		return t
 	}
-	return s.pickFrom(segs[stateful:], h, l)
+	return s.pickFrom(s.segs[s.segMid[h]:s.segStart[h+1]], h, l)
 }
 
 // pickFrom returns h's best movable task among segs (of one kind), or none.
@@ -144,13 +176,23 @@ func (s *shedder) pickFrom(segs []segment, h, l int32) int32 {
 	sp := s.spread
 	start := 0
 	if sp.on {
-		start = sort.Search(len(segs), func(i int) bool { return segs[i].sub > sp.last[l] })
+		// The first segment after l's last subtopology, by binary search
+		// (by hand: sort.Search's closure call per step showed in profiles).
+		lo, hi, last := 0, len(segs), sp.last[l]
+		for lo < hi {
+			if mid := int(uint(lo+hi) >> 1); segs[mid].sub > last {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		start = lo
 	}
 	best, bestScore := -1, int32(0)
 	for k := range len(segs) {
 		i := (start + k) % len(segs)
 		seg := &segs[i]
-		for seg.next < seg.end && !s.sheddable(s.movable[seg.next], h) {
+		for seg.next < seg.end && !s.heldSheddable(s.movable[seg.next], h) {
 			seg.next++
 		}
 		if seg.next == seg.end {

@@ -116,7 +116,7 @@ func (g *group) countSpread(dense bool) spread {
 	sp.pool = make([]subCount, 0, len(byMember))
 	for m := range members {
 		tasks := byMember[start[m]:start[m+1]]
-		if !slices.IsSortedFunc(tasks, g.bySub) { // subtopologies usually follow topology order
+		if !g.subsInOrder && !slices.IsSortedFunc(tasks, g.bySub) { // tasks are in topology order
 			slices.SortFunc(tasks, g.bySub)
 		}
 		sp.off[m] = int32(len(sp.pool))

@@ -79,7 +79,7 @@ func (g *group) newStandbyPlan(k int) *standbyPlan {
 	var total int64
 	for t := range nt {
 		g.sbStart[t+1] = g.sbStart[t]
-		if !g.tasks[t].Stateful {
+		if !g.isStateful(int32(t)) {
 			continue
 		}
 		avail := g.staying
@@ -143,22 +143,28 @@ func (p *standbyPlan) keepReported() {
 	room := slices.Clone(p.quota)
 	var excess []int32
 	for t := range int32(len(p.tasks)) {
+		// One pass: keep the valid reports up to want[t] while counting
+		// them all, and undo the keeps if there were more (rare). A
+		// member reports a task's standby once, so keeping one report
+		// never changes whether another is valid.
 		n := int32(0)
 		for i := p.warm.start[t]; i < p.warm.start[t+1]; i++ {
 			if m := p.warm.items[i]; p.warmIsSb[i] && p.canHold(t, m) {
+				if n < p.want[t] {
+					p.add(t, m)
+					room[m]--
+				}
 				n++
 			}
 		}
 		if n > p.want[t] {
+			for _, m := range p.standbysOf(t) {
+				p.sbCount[m]--
+				room[m]++
+			}
+			p.have[t] = 0
 			excess = append(excess, t)
 			p.markDirty(t)
-			continue
-		}
-		for i := p.warm.start[t]; i < p.warm.start[t+1]; i++ {
-			if m := p.warm.items[i]; p.warmIsSb[i] && p.canHold(t, m) {
-				p.add(t, m)
-				room[m]--
-			}
 		}
 	}
 	if len(excess) > 0 {

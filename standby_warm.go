@@ -44,7 +44,7 @@ func (p *standbyPlan) findMoved() {
 			continue
 		}
 		for _, t := range p.held.row(m) {
-			if p.tasks[t].Stateful && p.owner[t] != m {
+			if p.isStateful(t) && p.owner[t] != m {
 				p.markDirty(t)
 				if p.oldHolders == nil {
 					p.oldHolders = map[int32][]int32{}
@@ -73,7 +73,7 @@ func (p *standbyPlan) readyLearners(m int32, f func(t, m int32)) {
 		return
 	}
 	for _, id := range in.Ready {
-		if t := p.index.lookup(id); t != none && p.tasks[t].Stateful {
+		if t := p.index.lookup(id); t != none && p.isStateful(t) {
 			f(t, m)
 		}
 	}
@@ -82,7 +82,7 @@ func (p *standbyPlan) readyLearners(m int32, f func(t, m int32)) {
 	}
 	for _, l := range in.Lag {
 		if l.Lag <= p.opts.AcceptableLag && slices.Contains(in.Learning, l.Task) && !slices.Contains(in.Ready, l.Task) {
-			if t := p.index.lookup(l.Task); t != none && p.tasks[t].Stateful {
+			if t := p.index.lookup(l.Task); t != none && p.isStateful(t) {
 				f(t, m)
 			}
 		}
@@ -123,7 +123,7 @@ func (p *standbyPlan) caught(t int32, buf []int32) []int32 {
 		}
 	}
 	for i := p.warm.start[t]; i < p.warm.start[t+1]; i++ {
-		if m := p.warm.items[i]; p.warmIsSb[i] && !p.leaving[m] && p.caughtUp(p.warmLag[i]) {
+		if m := p.warm.items[i]; p.warmIsSb[i] && !p.leaving[m] && p.caughtUp(p.warmLagAt(i)) {
 			buf = append(buf, m)
 		}
 	}
@@ -140,7 +140,7 @@ func (p *standbyPlan) retainCaught() {
 	var row []int32
 	bound := int32(p.opts.Standbys) + 1
 	for _, t := range p.dirtyList {
-		if !p.tasks[t].Stateful {
+		if !p.isStateful(t) {
 			continue // stateless tasks have no standbys (dirty from stale reports)
 		}
 		row = p.caught(t, row)

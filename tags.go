@@ -15,19 +15,23 @@ func (k learnerKey) better(o learnerKey) bool {
 	if k.ready != o.ready {
 		return k.ready
 	}
-	return k.lag.compare(o.lag) < 0
+	return k.lag().compare(o.lag()) < 0
 }
 
 // offerLearner records member rank as a learner of task t if it beats the
 // learner seen so far.
 func (g *group) offerLearner(t, rank int32, k learnerKey) {
-	if g.learnerKey == nil {
-		g.learnerKey = make([]learnerKey, len(g.tasks)) // only once someone learns
-	}
-	if g.learner[t] == none || k.better(g.learnerKey[t]) {
-		g.learner[t], g.learnerKey[t] = rank, k
+	switch {
+	case g.learner[t] == none:
+		g.learner[t], g.keyAt[t] = rank, int32(len(g.learnerKeys))
+		g.learnerKeys = append(g.learnerKeys, k)
+	case k.better(g.learnerKeys[g.keyAt[t]]):
+		g.learner[t], g.learnerKeys[g.keyAt[t]] = rank, k
 	}
 }
+
+// learnerKey returns the key of t's learner as ingest found it.
+func (g *group) learnerKey(t int32) learnerKey { return g.learnerKeys[g.keyAt[t]] }
 
 // resolveLearners applies the learner rules to the winning learner of each
 // task: a ready learner, or one of a stateless task, is promoted (rules 3
@@ -37,7 +41,7 @@ func (g *group) offerLearner(t, rank int32, k learnerKey) {
 // Leaving members learn nothing; their learners matter only when no member
 // stays.
 func (g *group) resolveLearners() {
-	if g.learnerKey != nil { // nil: nobody reported a learner, so none to resolve
+	if g.keyAt != nil { // nil: nobody reported a learner, so none to resolve
 		g.resolveLearnerTags()
 	}
 	for t := range g.owner {
@@ -53,13 +57,13 @@ func (g *group) resolveLearnerTags() {
 		if l == none {
 			continue
 		}
-		k, ownerless := g.learnerKey[t], g.owner[t] == none
+		k, ownerless := g.learnerKey(int32(t)), g.owner[t] == none
 		switch {
 		case !k.staying && !(ownerless && g.staying == 0):
 			g.learner[t] = none
-		case ownerless && !k.ready && g.tasks[t].Stateful:
+		case ownerless && !k.ready && g.isStateful(int32(t)):
 			// placeOrphans gives it to this learner or to a warmer copy.
-		case ownerless || k.ready || !g.tasks[t].Stateful:
+		case ownerless || k.ready || !g.isStateful(int32(t)):
 			g.learner[t] = none
 			g.setOwner(int32(t), l)
 		default:

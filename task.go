@@ -2,6 +2,7 @@ package learner
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/learnerassignor/learner/internal/errtext"
 )
@@ -28,6 +29,12 @@ type topology struct {
 	index taskIndex
 	sub   []int32 // per task: dense subtopology number, when every ID has the form
 	nSubs int     // distinct subtopologies; 0 when some ID lacks the form
+	// subsInOrder reports that sub never decreases in topology order (the
+	// usual layout), so tasks sorted by index are sorted by subtopology.
+	subsInOrder bool
+	// stateless counts the stateless tasks, so that code that only needs
+	// the kind of a task can skip reading it when all tasks are alike.
+	stateless int
 }
 
 // newTopology interns the tasks, which must have valid and unique IDs.
@@ -48,7 +55,27 @@ func newTopology(tasks []Task) (topology, error) {
 	}
 	tp.index.seal()
 	tp.sub, tp.nSubs = subtopologies(tp.tasks)
+	tp.subsInOrder = slices.IsSorted(tp.sub)
+	for _, t := range tp.tasks {
+		if !t.Stateful {
+			tp.stateless++
+		}
+	}
 	return tp, nil
+}
+
+// isStateful reports whether task t is stateful. When every task is of
+// one kind it answers without reading t's Task: the hot loops that ask
+// (moves, hand-overs, standby placement) would otherwise touch a 24-byte
+// record per task, a cache miss each at a million tasks.
+func (tp *topology) isStateful(t int32) bool {
+	switch tp.stateless {
+	case 0:
+		return true
+	case len(tp.tasks):
+		return false
+	}
+	return tp.tasks[t].Stateful
 }
 
 // maxTasks keeps task indices in int32, the width of the hot per-task arrays.
@@ -166,38 +193,35 @@ func subtopologies(tasks []Task) ([]int32, int) {
 }
 
 // parseSubtopologyID parses "<subtopology>_<partition>" with both numbers in
-// canonical decimal form.
+// canonical decimal form: 1 to 9 digits, no leading zero but in "0". One
+// pass over the ID, as it runs once per listed task.
 func parseSubtopologyID(id string) (sub, part int, ok bool) {
-	us := -1
-	for i := 0; i < len(id); i++ {
-		if id[i] == '_' {
-			us = i
-			break
+	i := 0
+	for i < len(id) && isDigit(id[i]) {
+		sub = sub*10 + int(id[i]-'0')
+		i++
+	}
+	if !canonicalDigits(id[:i]) || i == len(id) || id[i] != '_' {
+		return 0, 0, false
+	}
+	digits := id[i+1:]
+	for j := 0; j < len(digits); j++ {
+		if !isDigit(digits[j]) {
+			return 0, 0, false
 		}
+		part = part*10 + int(digits[j]-'0')
 	}
-	if us < 0 {
+	if !canonicalDigits(digits) {
 		return 0, 0, false
 	}
-	sub, ok = parseCanonical(id[:us])
-	if !ok {
-		return 0, 0, false
-	}
-	part, ok = parseCanonical(id[us+1:])
-	return sub, part, ok
+	return sub, part, true
 }
 
-func parseCanonical(s string) (int, bool) {
-	if len(s) == 0 || len(s) > 9 || (s[0] == '0' && len(s) > 1) {
-		return 0, false
-	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if !isDigit(s[i]) {
-			return 0, false
-		}
-		n = n*10 + int(s[i]-'0')
-	}
-	return n, true
+// canonicalDigits reports whether the decimal digits s are canonical: 1
+// to 9 of them (so the number fits an int32), without a leading zero
+// unless s is "0".
+func canonicalDigits(s string) bool {
+	return len(s) > 0 && len(s) <= 9 && (s[0] != '0' || len(s) == 1)
 }
 
 // ValidID reports whether id is a well-formed member, task or rack ID:

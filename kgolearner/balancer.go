@@ -131,7 +131,10 @@ type Hooks struct {
 	// its own goroutine, so it may call kgo.Client.Close.
 	Shutdown func()
 	// Rebalanced, on the leader only, reports each rebalance it computed.
-	// It runs inside the leader's join; it must not block.
+	// It runs inside the leader's join; it must not block. The Round's
+	// lists may share memory (an assignment no deferral changed is
+	// Assign's own in Planned and in Assignments): read them, do not
+	// modify them.
 	Rebalanced func(Round)
 }
 
@@ -190,6 +193,7 @@ type Balancer struct {
 	topo          *topology
 	assignor      *learner.Assignor
 	codec         *wire.Codec
+	untagged      []byte // the user data of an assignment without tags (see assignmentUserData)
 	policy        learner.RejoinPolicy
 	hooks         Hooks
 	commitTimeout time.Duration
@@ -241,16 +245,23 @@ func New(cfg Config) (*Balancer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kgolearner: %w", err)
 	}
+	topo.index = a.TaskIndex
 	if cfg.CommitTimeout < 0 {
 		return nil, fmt.Errorf("kgolearner: commit timeout %v is negative", cfg.CommitTimeout)
 	}
 	if cfg.CommitTimeout == 0 {
 		cfg.CommitTimeout = defaultCommitTimeout
 	}
+	codec := wire.NewCodec(a)
+	untagged, err := codec.AppendAssignment(nil, learner.Assignment{MemberID: workerID})
+	if err != nil {
+		return nil, fmt.Errorf("kgolearner: %w", err) // cannot happen: workerID is a valid ID
+	}
 	return &Balancer{
 		topo:          topo,
 		assignor:      a,
-		codec:         wire.NewCodec(a),
+		codec:         codec,
+		untagged:      untagged,
 		policy:        cfg.Policy,
 		hooks:         cfg.Hooks,
 		commitTimeout: cfg.CommitTimeout,
@@ -296,8 +307,8 @@ func (b *Balancer) TaskOf(topic string, partition int32) (string, bool) {
 
 // Partitions returns the partitions of a task (topic -> partitions).
 func (b *Balancer) Partitions(task string) map[string][]int32 {
-	t, ok := b.topo.index[task]
-	if !ok {
+	t := b.topo.index(task)
+	if t < 0 {
 		return nil
 	}
 	out := map[string][]int32{}
@@ -391,13 +402,13 @@ func (b *Balancer) ProtocolName() string { return ProtocolName }
 func (b *Balancer) IsCooperative() bool { return true }
 
 // MemberBalancer implements kgo.GroupBalancer: when the client leads the
-// group, it decodes every member's kmsg.ConsumerMemberMetadata.
+// group, it reads every member's kmsg.ConsumerMemberMetadata.
 func (b *Balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
-	cb, err := kgo.NewConsumerBalancer(leader{b}, members)
+	j, err := b.readJoin(members)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kgolearner: %w", err)
+		return nil, nil, err
 	}
-	return cb, cb.MemberTopics(), nil
+	return j, j.topics, nil
 }
 
 // commitContext bounds one commit of stopping tasks' offsets.

@@ -1,33 +1,18 @@
 package kgolearner
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"math"
 	"slices"
 	"strings"
 
 	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/wire"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// leader is the balancer's logic on the member that leads the group.
-type leader struct{ b *Balancer }
-
-// Balance implements kgo.ConsumerBalancerBalance. kgo calls it through
-// ConsumerBalancer.BalanceOrError, which returns the error set here.
-func (l leader) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
-	plan, err := l.b.plan(cb, topics)
-	if err != nil {
-		cb.SetError(err)
-		return nil
-	}
-	return plan
-}
 
 // syncPlan is the leader's answer, one entry per member, sorted by member ID.
 type syncPlan []kmsg.SyncGroupRequestGroupAssignment
@@ -36,7 +21,15 @@ func (p syncPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment { 
 
 // plan decodes every member, assigns, defers what another member still
 // owns, and encodes each member's partitions and tags.
-func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (syncPlan, error) {
+//
+// The leader handles every partition of the group a few times per
+// rebalance, so its state lives in slices indexed by task, partition (see
+// topology) and member (its position in the JoinGroup response), allocated
+// once per rebalance, and task IDs are the topology's own strings: with
+// maps keyed by IDs and lists built per member, the leader took 2-3 times
+// franz-go's cooperative-sticky balance on the same group, ten times
+// Assign itself (BenchmarkLeaderRebalance).
+func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	for i, s := range b.topo.subs {
 		for _, topic := range s.Topics {
 			n, ok := topics[topic]
@@ -50,98 +43,99 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 		}
 	}
 
-	// Per-task state lives in slices indexed by task rather than maps: a
-	// rebalance of 100,000 tasks touches every task a few times, and map
-	// hashing dominated BenchmarkLeaderBalance.
-	nt := len(b.topo.tasks)
-
-	// The newest generation claiming each task: a member that missed
-	// rebalances (a zombie) may still report partitions that have moved
-	// on since (KIP-792). Its claim blocks a hand-over all the same.
-	newest := make([]int32, nt)
-	for t := range newest {
-		newest[t] = math.MinInt32
-	}
-	cb.EachMember(func(_ *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
-		for _, op := range meta.OwnedPartitions {
-			for _, p := range op.Partitions {
-				if t := b.topo.taskOf(op.Topic, p); t >= 0 {
-					newest[t] = max(newest[t], meta.Generation)
-				}
-			}
-		}
-	})
-
-	round := Round{}
-	kafkaIDs := map[string]string{} // learner ID -> coordinator's member ID
-	claims := make([][]claim, nt)   // task index -> members owning one of its partitions
-	cb.EachMember(func(km *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
-		id := LearnerID(km.MemberID)
-		kafkaIDs[id] = km.MemberID
-		owned := map[string][]int32{}
-		for _, op := range meta.OwnedPartitions {
-			owned[op.Topic] = append(owned[op.Topic], op.Partitions...)
-			for _, p := range op.Partitions {
-				if t := b.topo.taskOf(op.Topic, p); t >= 0 && !slices.ContainsFunc(claims[t], func(c claim) bool { return c.id == id }) {
-					claims[t] = append(claims[t], claim{id: id, current: meta.Generation >= newest[t]})
-				}
-			}
-		}
-		m, err := b.codec.DecodeMember(meta.UserData)
+	c := j.claims
+	round := Round{Members: make([]learner.MemberMetadata, len(c.gen))}
+	position := make(map[string]int32, len(c.gen)) // learner ID -> member
+	marks := taskMarks{n: len(b.topo.tasks)}
+	pool := make([]string, 0, len(c.whole)) // the members' active tasks
+	for m := range c.gen {
+		id := LearnerID(j.members[m].MemberID)
+		position[id] = int32(m)
+		mm, err := b.codec.DecodeMember(j.userData[m])
 		if err != nil {
 			// Another topology keeps what does not depend on it
 			// (leaving, capacity, tasks sent by name); anything else
 			// keeps nothing.
 			if !errors.Is(err, wire.ErrTopologyMismatch) {
-				m = learner.MemberMetadata{}
+				mm = learner.MemberMetadata{}
 			}
 			round.Undecoded++
 		}
 		// Active tasks travel as the partitions the member owns (see
 		// JoinGroupMetadata): it runs them, except those it gave up at
 		// this join (Revoked) and stale claims.
-		var active []string
-		for _, t := range b.topo.tasksOf(owned) {
-			if !slices.Contains(m.Revoked, t) && meta.Generation >= newest[b.topo.index[t]] {
-				active = append(active, t)
+		anyRevoked := len(mm.Revoked) > 0
+		if anyRevoked {
+			marks.reset()
+			for _, r := range mm.Revoked {
+				if t := b.assignor.TaskIndex(r); t >= 0 {
+					marks.set(t, listRevoked)
+				}
 			}
 		}
-		m.Assigned = append(active, m.Assigned...)
-		m = disjoint(m)
-		m.ID = id
-		if m.Rack == "" && meta.Rack != nil && *meta.Rack != "" {
-			m.Rack = LearnerID(*meta.Rack)
+		from := len(pool)
+		for _, t := range c.whole[c.wholeAt[m]:c.wholeAt[m+1]] {
+			if anyRevoked {
+				if _, revoked := marks.get(int(t)); revoked {
+					continue
+				}
+			}
+			if c.current(int32(m), int(t)) {
+				pool = append(pool, b.topo.tasks[t].ID)
+			}
 		}
-		round.Members = append(round.Members, m)
-	})
+		var active []string
+		if len(pool) > from {
+			active = pool[from:len(pool):len(pool)]
+		}
+		reported := len(mm.Assigned) + len(mm.Revoked) + len(mm.Learning) + len(mm.Ready) + len(mm.Standby)
+		mm.Assigned = append(active, mm.Assigned...)
+		if reported > 0 {
+			// Owned partitions alone cannot conflict: only user data can.
+			mm = b.disjoint(mm, &marks)
+		}
+		mm.ID = id
+		if rack := j.racks[m]; mm.Rack == "" && rack != nil && *rack != "" {
+			mm.Rack = LearnerID(*rack)
+		}
+		round.Members[m] = mm
+	}
 
 	out, err := b.assignor.Assign(round.Members)
 	if err != nil {
 		return nil, fmt.Errorf("kgolearner: %w", err)
 	}
-
 	round.Planned = out
-	sent, deferred := b.handOver(out, claims)
-	round.Assignments = sent
-	plan := make(syncPlan, 0, len(sent))
-	for _, as := range sent {
-		ka := kmsg.NewConsumerMemberAssignment()
-		ka.Topics = b.partitionsOf(as.Assigned)
-		kafkaID := kafkaIDs[as.MemberID]
-		if ka.UserData, err = b.assignmentUserData(as); err != nil {
+	memberOf := make([]int32, len(out)) // output -> member
+	for i, as := range out {
+		memberOf[i] = position[as.MemberID]
+	}
+	h, err := b.handOver(c, memberOf, out)
+	if err != nil {
+		return nil, err
+	}
+	round.Assignments = h.sent
+
+	plan := make(syncPlan, 0, len(h.sent))
+	w := assignmentWriter{t: b.topo}
+	for i, as := range h.sent {
+		userData, err := b.assignmentUserData(as)
+		if err != nil {
 			return nil, fmt.Errorf("kgolearner: %w", err)
 		}
 		sa := kmsg.NewSyncGroupRequestGroupAssignment()
-		sa.MemberID = kafkaID
-		sa.MemberAssignment = ka.AppendTo(nil)
+		sa.MemberID = j.members[memberOf[i]].MemberID
+		// Each member's bytes in an allocation of their exact size: one
+		// buffer for all grew by copying six times the group's bytes.
+		sa.MemberAssignment = w.append(nil, h.active[i], userData)
 		plan = append(plan, sa)
 	}
 	slices.SortFunc(plan, func(x, y kmsg.SyncGroupRequestGroupAssignment) int { return strings.Compare(x.MemberID, y.MemberID) })
 	for t, task := range b.topo.tasks {
-		if deferred[t] != notDeferred {
+		if h.deferred[t] != notDeferred {
 			round.Deferred = append(round.Deferred, task.ID)
 		}
-		if deferred[t] == withheld {
+		if h.deferred[t] == withheld {
 			round.Withheld = append(round.Withheld, task.ID)
 		}
 	}
@@ -151,46 +145,257 @@ func (b *Balancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32) (sync
 	return plan, nil
 }
 
+// claims is who reports owning what, read from the members' owned
+// partitions. Members are positions in the JoinGroup response.
+type claims struct {
+	gen []int32 // per member: the generation it last synced in
+	// task has one entry per task, and one more that ends the last task's
+	// claimers: by[task[t].at:task[t+1].at] are the members owning one of
+	// task t's partitions, in member order.
+	task []taskClaims
+	by   []int32
+	// whole[wholeAt[m]:wholeAt[m+1]] are the tasks all of whose partitions
+	// member m owns, ascending.
+	wholeAt, whole []int32
+}
+
+// taskClaims is one task's claims. Reading the claims touches each task
+// once per partition; one struct keeps those touches on one cache line.
+type taskClaims struct {
+	// newest is the newest generation claiming the task: a member that
+	// missed rebalances (a zombie) may still report partitions that have
+	// moved on since (KIP-792). Its claim blocks a hand-over all the same.
+	newest int32
+	at     int32 // see claims.task; a count while the claims are read
+	// While the claims are read: the last member to claim the task (its
+	// position plus one) and how many of the task's partitions it owns.
+	seen, owned int32
+}
+
+// current reports whether member m's claim on task t is from the newest
+// generation that claims t.
+func (c *claims) current(m int32, t int) bool { return c.gen[m] >= c.task[t].newest }
+
+// claimers returns the members owning one of task t's partitions.
+func (c *claims) claimers(t int) []int32 { return c.by[c.task[t].at:c.task[t+1].at] }
+
+// claimsBuilder reads the members' owned partitions into claims, one
+// member at a time. A partition reported twice by one member counts once,
+// and partitions of no task are ignored.
+type claimsBuilder struct {
+	t *topology
+	c *claims
+	// partSeen is, per partition of a subtopology of several topics, the
+	// last member to report it (its position plus one): a repeat must not
+	// count as another of the task's partitions. (A task of one topic has
+	// one partition: taskClaims.seen says it all.)
+	partSeen []int32
+	// Each member's claimed tasks, back to back.
+	claimed, claimedAt []int32
+	// lastPos[k] is the position of the last member's k-th owned topic, -1
+	// for none: members report their topics in the same order, so a
+	// comparison with it mostly spares hashing the topic.
+	lastPos []int
+}
+
+func (t *topology) newClaims(members int) *claimsBuilder {
+	nt := len(t.tasks)
+	c := &claims{gen: make([]int32, members), task: make([]taskClaims, nt+1), wholeAt: make([]int32, members+1),
+		whole: make([]int32, 0, nt)} // sized for a group that owns each task once
+	for i := range c.task {
+		c.task[i].newest = math.MinInt32
+	}
+	cb := &claimsBuilder{t: t, c: c, claimed: make([]int32, 0, nt), claimedAt: make([]int32, members+1)}
+	if t.nParts > nt {
+		cb.partSeen = make([]int32, t.nParts)
+	}
+	return cb
+}
+
+// add reads member m's report; members come in order.
+func (cb *claimsBuilder) add(m int, meta *consumerMetadata) {
+	t, c := cb.t, cb.c
+	gen := meta.generation
+	c.gen[m] = gen
+	stamp := int32(m + 1)
+	owned := meta.ownedPartitions()
+	for k := 0; ; k++ {
+		topic, partitions, ok := owned.next()
+		if !ok {
+			break
+		}
+		if k == len(cb.lastPos) {
+			cb.lastPos = append(cb.lastPos, -1)
+		}
+		pos := cb.lastPos[k]
+		if pos < 0 || t.topics[pos] != string(topic) {
+			if pos, ok = t.byTopic[string(topic)]; !ok {
+				continue
+			}
+			cb.lastPos[k] = pos
+		}
+		sub := t.topicSub[pos]
+		np, nTopics, first := t.subs[sub].Partitions, int32(len(t.subs[sub].Topics)), t.first[sub]
+		for at := 0; at < len(partitions); at += 4 {
+			p := int32(binary.BigEndian.Uint32(partitions[at:]))
+			if p < 0 || p >= np {
+				continue
+			}
+			task := first + int(p)
+			tc := &c.task[task]
+			if nTopics > 1 {
+				if cb.partSeen[t.partBase[pos]+int(p)] == stamp {
+					continue
+				}
+				cb.partSeen[t.partBase[pos]+int(p)] = stamp
+			} else if tc.seen == stamp {
+				continue
+			}
+			tc.newest = max(tc.newest, gen)
+			if tc.seen != stamp {
+				tc.seen, tc.owned = stamp, 0
+				cb.claimed = append(cb.claimed, int32(task))
+				tc.at++
+			}
+			if tc.owned++; tc.owned == nTopics {
+				c.whole = append(c.whole, int32(task))
+			}
+		}
+	}
+	cb.claimedAt[m+1] = int32(len(cb.claimed))
+	slices.Sort(c.whole[c.wholeAt[m]:]) // owned partitions come by topic name
+	c.wholeAt[m+1] = int32(len(c.whole))
+}
+
+// finish returns the claims of every member added.
+func (cb *claimsBuilder) finish() *claims {
+	c, nt := cb.c, len(cb.t.tasks)
+	// at holds claim counts: turn them into the end of each task's claims,
+	// then fill back to front, so that each task's claimers come in member
+	// order and at ends where they begin.
+	for task := 1; task < nt; task++ {
+		c.task[task].at += c.task[task-1].at
+	}
+	c.task[nt].at = int32(len(cb.claimed))
+	c.by = make([]int32, len(cb.claimed))
+	for m := len(c.gen) - 1; m >= 0; m-- {
+		for _, task := range cb.claimed[cb.claimedAt[m]:cb.claimedAt[m+1]] {
+			c.task[task].at--
+			c.by[c.task[task].at] = int32(m)
+		}
+	}
+	return c
+}
+
 // assignmentUserData encodes the tags of a member's assignment. The
 // coordinator's member ID says whose it is, so it carries the placeholder
 // workerID; the active tasks travel as partitions, so its assigned list
 // holds only the learned ones (the wire format wants learned tasks among
 // the assigned): for 100 tasks a member that saves 200 bytes in the
-// group's stored metadata. ParseSyncAssignment rebuilds the list.
+// group's stored metadata. ParseSyncAssignment rebuilds the list. Most
+// members have no tags: they share one encoding, made by New.
 func (b *Balancer) assignmentUserData(as learner.Assignment) ([]byte, error) {
+	if len(as.Revoked)+len(as.Learning)+len(as.Learned)+len(as.Standby) == 0 {
+		return b.untagged, nil
+	}
 	as.MemberID, as.Assigned = workerID, as.Learned
 	return b.codec.AppendAssignment(nil, as)
 }
+
+// The lists of a member's report in the order disjoint gives them
+// precedence.
+const (
+	listAssigned uint8 = iota
+	listRevoked
+	listLearning
+	listStandby
+)
 
 // disjoint drops the tasks a member lists twice (a report from a buggy or
 // hostile member, or owned partitions that contradict its user data), so
 // that one bad report cannot fail the whole rebalance: a task keeps its
 // first role in the order assigned, revoked, learning, standby, and Ready
-// keeps only learner tasks.
-func disjoint(m learner.MemberMetadata) learner.MemberMetadata {
-	if cs := learner.RoleConflicts(m.Assigned, m.Revoked, m.Learning, m.Standby); len(cs) > 0 {
-		// cs is in list order: one pass per list drops its repeats.
-		k := 0
-		for i, l := range [...]*[]string{&m.Assigned, &m.Revoked, &m.Learning, &m.Standby} {
-			var kept []string
-			for at, id := range *l {
-				if k < len(cs) && cs[k].List == i && cs[k].At == at {
-					k++
-					continue
+// keeps only learner tasks. A list loses its repeats in a new slice; the
+// others stay as they are. marks is scratch space.
+func (b *Balancer) disjoint(m learner.MemberMetadata, marks *taskMarks) learner.MemberMetadata {
+	marks.reset()
+	var names map[string]uint8 // tasks the topology lacks: rare
+	role := func(id string) (uint8, bool) {
+		if t := b.assignor.TaskIndex(id); t >= 0 {
+			return marks.get(t)
+		}
+		r, ok := names[id]
+		return r, ok
+	}
+	setRole := func(id string, r uint8) {
+		if t := b.assignor.TaskIndex(id); t >= 0 {
+			marks.set(t, r)
+			return
+		}
+		if names == nil {
+			names = map[string]uint8{}
+		}
+		names[id] = r
+	}
+	for i, l := range [...]*[]string{&m.Assigned, &m.Revoked, &m.Learning, &m.Standby} {
+		var kept []string
+		dropped := false
+		for at, id := range *l {
+			if _, dup := role(id); dup {
+				if !dropped {
+					kept, dropped = append([]string(nil), (*l)[:at]...), true
 				}
+				continue
+			}
+			setRole(id, uint8(i))
+			if dropped {
 				kept = append(kept, id)
 			}
+		}
+		if dropped {
 			*l = kept
 		}
 	}
-	m.Ready = slices.DeleteFunc(slices.Clone(m.Ready), func(id string) bool { return !slices.Contains(m.Learning, id) })
+	m.Ready = slices.DeleteFunc(slices.Clone(m.Ready), func(id string) bool {
+		r, ok := role(id)
+		return !ok || r != listLearning
+	})
 	return m
 }
 
-// claim is a member's report that it owns a task's partitions.
-type claim struct {
-	id      string // learner ID
-	current bool   // from the newest generation that claims the task
+// taskMarks is a map from task index to a small value that empties in
+// constant time: an entry counts only when its stamp is the current one.
+// It allocates on first use.
+type taskMarks struct {
+	n     int // tasks
+	stamp []uint32
+	val   []uint8
+	cur   uint32
+}
+
+func (s *taskMarks) reset() {
+	if s.stamp == nil {
+		s.stamp, s.val = make([]uint32, s.n), make([]uint8, s.n)
+	}
+	s.cur++
+}
+
+func (s *taskMarks) set(t int, v uint8) { s.stamp[t], s.val[t] = s.cur, v }
+
+func (s *taskMarks) get(t int) (uint8, bool) {
+	if s.stamp[t] != s.cur {
+		return 0, false
+	}
+	return s.val[t], true
+}
+
+// handOff is handOver's result: per member of Assign's output, what to
+// send it and its active tasks by index; by task index, which tasks were
+// deferred.
+type handOff struct {
+	sent     []learner.Assignment
+	active   [][]int32
+	deferred []deferral
 }
 
 // handOver applies Kafka's constraint to Assign's result: a partition goes
@@ -205,55 +410,162 @@ type claim struct {
 // the task is deferred. A member that owns a task by a current claim keeps
 // it whoever else claims it: that creates no new overlap.
 //
-// It returns what to send each member and, by task index, which tasks it
-// deferred.
-func (b *Balancer) handOver(out []learner.Assignment, claims [][]claim) ([]learner.Assignment, []deferral) {
-	pos := make(map[string]int, len(out))
-	sent := make([]learner.Assignment, len(out))
+// memberOf maps out's positions to members. The lists of a member no
+// deferral touches are Assign's own.
+func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignment) (handOff, error) {
+	outOf := make([]int32, len(c.gen)) // member -> output
+	total := 0
 	for i, as := range out {
-		pos[as.MemberID] = i
-		sent[i] = learner.Assignment{MemberID: as.MemberID, Assigned: slices.Clone(as.Assigned), Revoked: slices.Clone(as.Revoked),
-			Learning: slices.Clone(as.Learning), Learned: slices.Clone(as.Learned), Standby: slices.Clone(as.Standby)}
+		outOf[memberOf[i]] = int32(i)
+		total += len(as.Assigned)
 	}
-	deferred := make([]deferral, len(b.topo.tasks))
-	touched := map[int]bool{} // members whose lists a deferral changed
+	h := handOff{sent: slices.Clone(out), active: make([][]int32, len(out)), deferred: make([]deferral, len(b.topo.tasks))}
+	pool := make([]int32, 0, total)
+	touched := make([]bool, len(out)) // members whose lists a deferral changes
+	var keeps []uint64                // keeper<<32 | task of every kept task
 	for i, as := range out {
+		mi, from := memberOf[i], len(pool)
+		// Most of what Assign gives a member it already owned, and both
+		// lists are in topology order: an ID equal to the next owned
+		// task's (the same string, so the comparison stops at the
+		// pointer) needs no parsing.
+		owned := c.whole[c.wholeAt[mi]:c.wholeAt[mi+1]]
 		for _, id := range as.Assigned {
-			t := b.topo.index[id]
-			owns := slices.ContainsFunc(claims[t], func(c claim) bool { return c.id == as.MemberID && c.current })
-			other := slices.ContainsFunc(claims[t], func(c claim) bool { return c.id != as.MemberID })
+			var t int
+			if len(owned) > 0 && b.topo.tasks[owned[0]].ID == id {
+				t, owned = int(owned[0]), owned[1:]
+			} else if len(owned) > 1 && b.topo.tasks[owned[1]].ID == id { // one task moved away
+				t, owned = int(owned[1]), owned[2:]
+			} else if t = b.assignor.TaskIndex(id); t < 0 {
+				return handOff{}, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
+			} else {
+				for len(owned) > 0 && int(owned[0]) < t {
+					owned = owned[1:]
+				}
+			}
+			pool = append(pool, int32(t))
+			cs := c.claimers(t)
+			owns, other := false, false
+			for _, m := range cs {
+				if m == mi {
+					owns = c.current(m, t)
+				} else {
+					other = true
+				}
+			}
 			if owns || !other {
 				continue
 			}
-			deferred[t] = withheld
-			touched[i] = true
-			to := &sent[i] // learns the task instead of running it
-			to.Assigned, to.Learned = remove(to.Assigned, id), remove(to.Learned, id)
-			to.Learning = append(to.Learning, id)
-			k := slices.IndexFunc(claims[t], func(c claim) bool { return c.id != as.MemberID && c.current })
+			h.deferred[t], touched[i] = withheld, true // i learns the task instead of running it
+			k := slices.IndexFunc(cs, func(m int32) bool { return m != mi && c.current(m, t) })
 			if k < 0 {
 				continue // only stale claims: withheld
 			}
-			j, ok := pos[claims[t][k].id]
-			if !ok {
-				continue
-			}
-			deferred[t] = kept
-			touched[j] = true
-			from := &sent[j] // keeps running it, tagged learned, for one generation
-			from.Assigned, from.Learned = append(from.Assigned, id), append(from.Learned, id)
-			from.Revoked, from.Standby = remove(from.Revoked, id), remove(from.Standby, id)
+			j := outOf[cs[k]] // keeps running it, tagged learned, for one generation
+			h.deferred[t], touched[j] = kept, true
+			keeps = append(keeps, uint64(j)<<32|uint64(t))
+		}
+		h.active[i] = pool[from:len(pool):len(pool)]
+		if !slices.IsSorted(h.active[i]) { // Assign documents topology order; the encoding relies on it
+			slices.Sort(h.active[i])
 		}
 	}
-	// Assign's lists are in topology order; only the ones a deferral
-	// appended to need sorting again (a sort is two map lookups a
-	// comparison, for every list of every member otherwise).
-	for i := range touched {
-		for _, l := range []*[]string{&sent[i].Assigned, &sent[i].Learning, &sent[i].Learned} {
-			b.sort(*l)
+	slices.Sort(keeps)
+	for i := range out {
+		if !touched[i] {
+			continue
+		}
+		var mine []int32 // the tasks i keeps, ascending
+		for len(keeps) > 0 && keeps[0]>>32 == uint64(i) {
+			mine, keeps = append(mine, int32(uint32(keeps[0]))), keeps[1:]
+		}
+		if err := b.redo(&h, i, mine); err != nil {
+			return handOff{}, err
 		}
 	}
-	return sent, deferred
+	return h, nil
+}
+
+// redo rewrites member i's lists after its deferrals: the deferred tasks of
+// its Assigned move to Learning, and the tasks it keeps join Assigned and
+// Learned and leave Revoked and Standby. Assigned, Learning and Learned
+// stay in topology order; the others keep their order.
+func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
+	as := &h.sent[i]
+	var stay, moved []int32
+	for _, t := range h.active[i] {
+		if h.deferred[t] == notDeferred {
+			stay = append(stay, t)
+		} else {
+			moved = append(moved, t)
+		}
+	}
+	active := merge(stay, keeps)
+	h.active[i] = active
+	as.Assigned = b.ids(active)
+	learned, err := b.indices(as.Learned, 0)
+	if err != nil {
+		return err
+	}
+	// Learned tasks are among i's assigned ones: a deferred one is i's to learn.
+	learned = slices.DeleteFunc(learned, func(t int32) bool { return h.deferred[t] != notDeferred })
+	slices.Sort(learned)
+	as.Learned = b.ids(merge(learned, keeps))
+	learning, err := b.indices(as.Learning, len(moved))
+	if err != nil {
+		return err
+	}
+	learning = append(learning, moved...)
+	slices.Sort(learning)
+	as.Learning = b.ids(learning)
+	if len(keeps) > 0 {
+		kept := func(id string) bool {
+			_, found := slices.BinarySearch(keeps, int32(b.assignor.TaskIndex(id)))
+			return found
+		}
+		as.Revoked = slices.DeleteFunc(slices.Clone(as.Revoked), kept)
+		as.Standby = slices.DeleteFunc(slices.Clone(as.Standby), kept)
+	}
+	return nil
+}
+
+// merge returns the ascending x and y, disjoint, merged in a new slice.
+func merge(x, y []int32) []int32 {
+	out := make([]int32, 0, len(x)+len(y))
+	for len(x) > 0 && len(y) > 0 {
+		if x[0] < y[0] {
+			out, x = append(out, x[0]), x[1:]
+		} else {
+			out, y = append(out, y[0]), y[1:]
+		}
+	}
+	return append(append(out, x...), y...)
+}
+
+// indices returns the task indices of ids, which Assign returned, with room
+// for more.
+func (b *Balancer) indices(ids []string, more int) ([]int32, error) {
+	out := make([]int32, 0, len(ids)+more)
+	for _, id := range ids {
+		t := b.assignor.TaskIndex(id)
+		if t < 0 {
+			return nil, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
+		}
+		out = append(out, int32(t))
+	}
+	return out, nil
+}
+
+// ids returns the IDs of tasks (indices); empty is nil.
+func (b *Balancer) ids(tasks []int32) []string {
+	if len(tasks) == 0 {
+		return nil
+	}
+	out := make([]string, len(tasks))
+	for k, t := range tasks {
+		out[k] = b.topo.tasks[t].ID
+	}
+	return out
 }
 
 // deferral is what handOver did with a task Assign moved.
@@ -265,36 +577,18 @@ const (
 	withheld             // nobody runs it for one generation (only stale claims)
 )
 
-// remove returns ids without id.
-func remove(ids []string, id string) []string {
-	return slices.DeleteFunc(ids, func(x string) bool { return x == id })
-}
-
-// partitionsOf returns the partitions of tasks, by topic in name order.
-func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentTopic {
-	byTopic := map[string][]int32{}
-	for _, id := range tasks {
-		b.topo.partitions(b.topo.index[id], func(topic string, p int32) { byTopic[topic] = append(byTopic[topic], p) })
-	}
-	var out []kmsg.ConsumerMemberAssignmentTopic
-	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
-		at := kmsg.NewConsumerMemberAssignmentTopic()
-		at.Topic, at.Partitions = topic, byTopic[topic]
-		slices.Sort(at.Partitions)
-		out = append(out, at)
-	}
-	return out
-}
-
 // LearnerID turns a coordinator's member ID (or a rack) into a learner ID:
 // letters, digits, '_' and '-' stay, every other byte (including '.')
 // becomes '.' and two hex digits, so distinct IDs stay distinct. IDs that
 // would grow past 255 bytes are cut and suffixed with a hash.
 func LearnerID(kafkaID string) string {
+	if len(kafkaID) <= 255 && kafkaID != "" && strings.IndexFunc(kafkaID, func(r rune) bool { return !learnerIDByte(r) }) < 0 {
+		return kafkaID // kgo's own member IDs: nothing to escape, nothing to allocate
+	}
 	var sb strings.Builder
 	for i := 0; i < len(kafkaID); i++ {
 		c := kafkaID[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' {
+		if learnerIDByte(rune(c)) {
 			sb.WriteByte(c)
 		} else {
 			fmt.Fprintf(&sb, ".%02x", c)
@@ -307,4 +601,9 @@ func LearnerID(kafkaID string) string {
 		id = fmt.Sprintf("%.200s-%016x", id, h.Sum64())
 	}
 	return id
+}
+
+// learnerIDByte reports whether LearnerID keeps c as it is.
+func learnerIDByte(c rune) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
 }

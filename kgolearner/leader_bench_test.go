@@ -2,34 +2,15 @@ package kgolearner
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/benchgroup"
 	"github.com/learnerassignor/learner/internal/cputime"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// leaderGroup is one rebalance of a group of 1,000 members over 100 topics
-// of 1,000 partitions (100,000 stateless tasks, the problem franz-go's
-// balancers solve), balanced before one event happened: partition k
-// (counting across topics) was owned by member k mod 1,000.
-type leaderGroup struct {
-	subs    []Subtopology
-	topics  []string // sorted
-	counts  map[string]int32
-	members []leaderMember
-}
-
-type leaderMember struct {
-	id      string // a kgo member ID
-	owned   map[string][]int32
-	leaving bool
-}
 
 const (
 	leaderMembers    = 1_000
@@ -37,42 +18,20 @@ const (
 	leaderPartitions = 1_000
 )
 
-// Leader benchmark events: what happened to the balanced group.
-const (
-	leaderStable    = "stable"     // nothing
-	leaderScaleUp   = "scale-up"   // 10% more members join, owning nothing
-	leaderScaleDown = "scale-down" // 10% of the members leave
-)
+// leaderGroup is one rebalance of benchgroup's group of 1,000 members over
+// 100 topics of 1,000 partitions (100,000 stateless tasks, the problem
+// franz-go's balancers solve) after the event; topic i is subtopology i.
+type leaderGroup struct {
+	benchgroup.Group
+	subs []Subtopology
+}
 
-func newLeaderGroup(ev string) leaderGroup {
-	rng := rand.New(rand.NewPCG(0x1ea4e7, leaderMembers))
-	g := leaderGroup{counts: map[string]int32{}}
-	for i := range leaderTopics {
-		topic := "t" + strconv.Itoa(i)
-		g.subs = append(g.subs, Subtopology{Topics: []string{topic}, Partitions: leaderPartitions})
-		g.topics = append(g.topics, topic)
-		g.counts[topic] = leaderPartitions
+func newLeaderGroup(ev benchgroup.Event) leaderGroup {
+	g := leaderGroup{Group: benchgroup.New(leaderMembers, leaderTopics*leaderPartitions, leaderTopics, ev,
+		func(i int) string { return "t" + strconv.Itoa(i) })}
+	for _, topic := range g.Topics {
+		g.subs = append(g.subs, Subtopology{Topics: []string{topic}, Partitions: g.Counts[topic]})
 	}
-	slices.Sort(g.topics)
-	total := leaderMembers
-	if ev == leaderScaleUp {
-		total += leaderMembers / 10
-	}
-	for range total {
-		g.members = append(g.members, leaderMember{
-			id: fmt.Sprintf("kgo-%016x-1c2d-4e5f-8a9b-0c1d2e3f4a5b", rng.Uint64()), owned: map[string][]int32{}})
-	}
-	for k := range leaderTopics * leaderPartitions {
-		topic := g.subs[k/leaderPartitions].Topics[0]
-		o := g.members[k%leaderMembers].owned
-		o[topic] = append(o[topic], int32(k%leaderPartitions))
-	}
-	if ev == leaderScaleDown {
-		for _, i := range rng.Perm(leaderMembers)[:leaderMembers/10] {
-			g.members[i].leaving = true
-		}
-	}
-	slices.SortFunc(g.members, func(a, b leaderMember) int { return strings.Compare(a.id, b.id) })
 	return g
 }
 
@@ -80,13 +39,9 @@ func newLeaderGroup(ev string) leaderGroup {
 // member, a leaving one reporting Leaving (the learner protocol's scale-down).
 func (g leaderGroup) learnerJoin(b *Balancer, tb testing.TB) []kmsg.JoinGroupResponseMember {
 	var out []kmsg.JoinGroupResponseMember
-	for _, m := range g.members {
-		gen := int32(1)
-		if len(m.owned) == 0 {
-			gen = -1
-		}
-		data := b.encodeMember(tb, learner.MemberMetadata{Leaving: m.leaving})
-		out = append(out, b.joinMemberAt(m.id, gen, data, m.owned))
+	for _, m := range g.Members {
+		data := b.encodeMember(tb, learner.MemberMetadata{Leaving: m.Leaving})
+		out = append(out, b.joinMemberAt(m.ID, m.Generation(), data, m.Owned))
 	}
 	return out
 }
@@ -94,21 +49,9 @@ func (g leaderGroup) learnerJoin(b *Balancer, tb testing.TB) []kmsg.JoinGroupRes
 // kafkaJoin returns the JoinGroup response a franz-go leader gets with bal's
 // metadata: members that left are gone (Kafka has no "leaving soon").
 func (g leaderGroup) kafkaJoin(bal kgo.GroupBalancer) []kmsg.JoinGroupResponseMember {
-	var out []kmsg.JoinGroupResponseMember
-	for _, m := range g.members {
-		if m.leaving {
-			continue
-		}
-		gen := int32(1)
-		if len(m.owned) == 0 {
-			gen = -1
-		}
-		jm := kmsg.NewJoinGroupResponseMember()
-		jm.MemberID = m.id
-		jm.ProtocolMetadata = bal.JoinGroupMetadata(g.topics, m.owned, gen)
-		out = append(out, jm)
-	}
-	return out
+	return benchgroup.KafkaJoin(g.Group, bal.JoinGroupMetadata, func(id string, metadata []byte) kmsg.JoinGroupResponseMember {
+		return kmsg.JoinGroupResponseMember{MemberID: id, ProtocolMetadata: metadata}
+	})
 }
 
 // wholeBalance is everything a kgo group leader does between receiving the
@@ -131,14 +74,14 @@ func wholeBalance(bal kgo.GroupBalancer, members []kmsg.JoinGroupResponseMember,
 // for franz-go's CooperativeStickyBalancer on the same group; compare them
 // with benchstat -col /balancer.
 func BenchmarkLeaderRebalance(b *testing.B) {
-	for _, ev := range []string{leaderStable, leaderScaleUp, leaderScaleDown} {
+	for _, ev := range benchgroup.Events {
 		name := fmt.Sprintf("members=%d/tasks=%d/event=%s/balancer=", leaderMembers, leaderTopics*leaderPartitions, ev)
 		b.Run(name+"kgolearner", func(b *testing.B) {
 			g := newLeaderGroup(ev)
 			bal := newTestBalancer(b, g.subs)
 			members := g.learnerJoin(bal, b)
 			cputime.Loop(b, func() error {
-				_, err := wholeBalance(bal, members, g.counts)
+				_, err := wholeBalance(bal, members, g.Counts)
 				return err
 			})
 		})
@@ -146,7 +89,7 @@ func BenchmarkLeaderRebalance(b *testing.B) {
 			g := newLeaderGroup(ev)
 			members := g.kafkaJoin(kgo.CooperativeStickyBalancer())
 			cputime.Loop(b, func() error {
-				_, err := wholeBalance(kgo.CooperativeStickyBalancer(), members, g.counts)
+				_, err := wholeBalance(kgo.CooperativeStickyBalancer(), members, g.Counts)
 				return err
 			})
 		})
@@ -162,22 +105,22 @@ func TestLeaderRebalanceGroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 100,000-task topology")
 	}
-	for _, ev := range []string{leaderStable, leaderScaleUp, leaderScaleDown} {
+	for _, ev := range benchgroup.Events {
 		g := newLeaderGroup(ev)
 		bal := newTestBalancer(t, g.subs)
 		var round Round
 		bal.hooks.Rebalanced = func(r Round) { round = r }
-		plan, err := wholeBalance(bal, g.learnerJoin(bal, t), g.counts)
+		plan, err := wholeBalance(bal, g.learnerJoin(bal, t), g.Counts)
 		if err != nil {
 			t.Fatalf("%s: leader rebalance error: %v", ev, err)
 		}
-		if len(plan) != len(g.members) {
-			t.Fatalf("%s: %d assignments, want one per member (%d)", ev, len(plan), len(g.members))
+		if len(plan) != len(g.Members) {
+			t.Fatalf("%s: %d assignments, want one per member (%d)", ev, len(plan), len(g.Members))
 		}
 		switch {
-		case ev == leaderStable && len(round.Deferred) != 0:
+		case ev == benchgroup.Stable && len(round.Deferred) != 0:
 			t.Errorf("%s: %d tasks deferred, want none moved", ev, len(round.Deferred))
-		case ev != leaderStable && len(round.Deferred) == 0:
+		case ev != benchgroup.Stable && len(round.Deferred) == 0:
 			t.Errorf("%s: no task deferred, want the moved tasks deferred one generation", ev)
 		}
 	}

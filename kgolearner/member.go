@@ -322,7 +322,7 @@ func (b *Balancer) commit(ctx context.Context, cl *kgo.Client, tasks []string) (
 	polled := cl.UncommittedOffsets()
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	for _, t := range tasks {
-		b.topo.partitions(b.topo.index[t], func(topic string, p int32) {
+		b.topo.partitions(b.topo.index(t), func(topic string, p int32) {
 			if eo, ok := polled[topic][p]; ok {
 				if offsets[topic] == nil {
 					offsets[topic] = map[int32]kgo.EpochOffset{}
@@ -352,7 +352,7 @@ func (b *Balancer) commit(ctx context.Context, cl *kgo.Client, tasks []string) (
 		}
 	})
 	for _, t := range tasks {
-		if reqErr != nil || b.topo.anyPartition(b.topo.index[t], bad) {
+		if reqErr != nil || b.topo.anyPartition(b.topo.index(t), bad) {
 			failed = append(failed, t)
 		}
 	}
@@ -364,14 +364,14 @@ func (b *Balancer) commit(ctx context.Context, cl *kgo.Client, tasks []string) (
 // replay, so the application hears nothing of it.
 func (b *Balancer) stateful(ts []string) []string {
 	return slices.DeleteFunc(slices.Clone(ts), func(t string) bool {
-		i, ok := b.topo.index[t]
-		return ok && !b.topo.tasks[i].Stateful
+		i := b.topo.index(t)
+		return i >= 0 && !b.topo.tasks[i].Stateful
 	})
 }
 
 // sort puts tasks in topology order: hooks run in a fixed order.
 func (b *Balancer) sort(tasks []string) {
-	slices.SortFunc(tasks, func(x, y string) int { return b.topo.index[x] - b.topo.index[y] })
+	slices.SortFunc(tasks, func(x, y string) int { return b.topo.index(x) - b.topo.index(y) })
 }
 
 func memberIDOf(cl *kgo.Client) string {

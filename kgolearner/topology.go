@@ -1,7 +1,9 @@
 package kgolearner
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -32,18 +34,35 @@ type Subtopology struct {
 }
 
 // topology maps tasks to partitions and back. Tasks are dense indices in
-// the order of learner.Assignor's task list.
+// the order of learner.Assignor's task list; topics are dense too (their
+// position in topics), and so are partitions (see partBase), so that the
+// leader keeps per-partition state in slices.
 type topology struct {
 	subs    []Subtopology
 	first   []int          // first[i] is the index of task "<i>_0"
-	byTopic map[string]int // topic -> subtopology
+	taskSub []int32        // per task: its subtopology
+	byTopic map[string]int // topic -> its position in topics
 	tasks   []learner.Task // the learner topology
-	index   map[string]int // task ID -> index
-	topics  []string       // every input topic, in subtopology order
+	// index returns a task's index from its ID, -1 for none: the
+	// Assignor's (New sets it), which parses "<i>_<p>" without a map of
+	// every ID for the garbage collector to scan.
+	index    func(id string) int
+	topics   []string // every input topic, in subtopology order
+	topicSub []int    // per topic position: its subtopology
+	subTopic []int    // subTopic[i] is the position of subtopology i's first topic; the others follow
+	// topicRank is, per topic position, the topic's position in byName:
+	// Kafka's assignments list topics by name.
+	topicRank []int
+	byName    []string // every input topic, in name order
+	// partBase is, per topic position, the dense index of its partition 0:
+	// partition p of the topic at position i is partBase[i]+p, from 0 to
+	// nParts-1.
+	partBase []int
+	nParts   int
 }
 
 func newTopology(subs []Subtopology) (*topology, error) {
-	t := &topology{subs: subs, byTopic: map[string]int{}, index: map[string]int{}}
+	t := &topology{subs: subs, byTopic: map[string]int{}}
 	for i, s := range subs {
 		if len(s.Topics) == 0 {
 			return nil, fmt.Errorf("kgolearner: subtopology %d has no topics", i)
@@ -51,19 +70,28 @@ func newTopology(subs []Subtopology) (*topology, error) {
 		if s.Partitions <= 0 {
 			return nil, fmt.Errorf("kgolearner: subtopology %d: %d partitions, want at least 1", i, s.Partitions)
 		}
+		t.subTopic = append(t.subTopic, len(t.topics))
 		for _, topic := range s.Topics {
 			if j, dup := t.byTopic[topic]; dup {
-				return nil, fmt.Errorf("kgolearner: topic %q is in subtopologies %d and %d", topic, j, i)
+				return nil, fmt.Errorf("kgolearner: topic %q is in subtopologies %d and %d", topic, t.topicSub[j], i)
 			}
-			t.byTopic[topic] = i
+			t.byTopic[topic] = len(t.topics)
 			t.topics = append(t.topics, topic)
+			t.topicSub = append(t.topicSub, i)
+			t.partBase = append(t.partBase, t.nParts)
+			t.nParts += int(s.Partitions)
 		}
 		t.first = append(t.first, len(t.tasks))
 		for p := range s.Partitions {
 			id := strconv.Itoa(i) + "_" + strconv.Itoa(int(p))
-			t.index[id] = len(t.tasks)
+			t.taskSub = append(t.taskSub, int32(i))
 			t.tasks = append(t.tasks, learner.Task{ID: id, Stateful: s.Stateful})
 		}
+	}
+	t.byName = slices.Sorted(slices.Values(t.topics))
+	t.topicRank = make([]int, len(t.topics))
+	for pos, topic := range t.topics {
+		t.topicRank[pos], _ = slices.BinarySearch(t.byName, topic)
 	}
 	return t, nil
 }
@@ -71,8 +99,12 @@ func newTopology(subs []Subtopology) (*topology, error) {
 // taskOf returns the task of a partition, or -1 if the partition belongs to
 // no task.
 func (t *topology) taskOf(topic string, partition int32) int {
-	i, ok := t.byTopic[topic]
-	if !ok || partition < 0 || partition >= t.subs[i].Partitions {
+	pos, ok := t.byTopic[topic]
+	if !ok {
+		return -1
+	}
+	i := t.topicSub[pos]
+	if partition < 0 || partition >= t.subs[i].Partitions {
 		return -1
 	}
 	return t.first[i] + int(partition)
@@ -87,13 +119,7 @@ func (t *topology) partitions(task int, fn func(topic string, partition int32)) 
 }
 
 // subOf returns the subtopology of task (by index).
-func (t *topology) subOf(task int) int {
-	i, found := slices.BinarySearch(t.first, task)
-	if !found {
-		i--
-	}
-	return i
-}
+func (t *topology) subOf(task int) int { return int(t.taskSub[task]) }
 
 // tasksOf returns, in topology order, the tasks all of whose partitions are
 // in owned (topic -> partitions).
@@ -131,7 +157,7 @@ type topicPartition struct {
 func (t *topology) partitionSet(tasks []string) map[topicPartition]bool {
 	set := map[topicPartition]bool{}
 	for _, id := range tasks {
-		if i, ok := t.index[id]; ok {
+		if i := t.index(id); i >= 0 {
 			t.partitions(i, func(topic string, p int32) { set[topicPartition{topic, p}] = true })
 		}
 	}
@@ -152,7 +178,7 @@ func (t *topology) partitionMap(tasks []string) map[string][]int32 {
 // partitions).
 func (t *topology) touches(task string, ps map[string][]int32) bool {
 	found := false
-	if i, ok := t.index[task]; ok {
+	if i := t.index(task); i >= 0 {
 		t.partitions(i, func(topic string, p int32) { found = found || slices.Contains(ps[topic], p) })
 	}
 	return found
@@ -163,4 +189,62 @@ func (t *topology) anyPartition(task int, set map[topicPartition]bool) bool {
 	found := false
 	t.partitions(task, func(topic string, p int32) { found = found || set[topicPartition{topic, p}] })
 	return found
+}
+
+// assignmentWriter writes members' kmsg.ConsumerMemberAssignment, reusing
+// its scratch space from one member to the next. Writing the bytes straight
+// from the tasks spares the per-member kmsg structs, which took a fifth of
+// the leader's time.
+type assignmentWriter struct {
+	t    *topology
+	keys []uint64  // per topic of a run: its rank in name order<<32 | run
+	runs []taskRun // the runs of tasks of one subtopology
+}
+
+// taskRun is tasks[from:to] of one subtopology, whose partitions are the
+// tasks minus first.
+type taskRun struct{ from, to, first int }
+
+// append appends to b the assignment that gives a member tasks (indices,
+// sorted, no repeats) with userData, as kmsg's AppendTo encodes version 0
+// (what kgo's balancers send): the topics in name order, each with its
+// partitions ascending, then the user data (nil is null).
+//
+// A subtopology's tasks are consecutive indices, so in sorted tasks each
+// subtopology is one run of ascending partitions, shared by its topics;
+// only the runs' topics need sorting, by their precomputed rank.
+func (w *assignmentWriter) append(b []byte, tasks []int32, userData []byte) []byte {
+	t := w.t
+	w.keys, w.runs = w.keys[:0], w.runs[:0]
+	size := 2 + 4 + 4 + len(userData)
+	for i := 0; i < len(tasks); {
+		sub := t.subOf(int(tasks[i]))
+		r := taskRun{from: i, first: t.first[sub]}
+		for end := r.first + int(t.subs[sub].Partitions); i < len(tasks) && int(tasks[i]) < end; i++ {
+		}
+		r.to = i
+		for pos := t.subTopic[sub]; pos < t.subTopic[sub]+len(t.subs[sub].Topics); pos++ {
+			w.keys = append(w.keys, uint64(t.topicRank[pos])<<32|uint64(len(w.runs)))
+			size += 2 + len(t.topics[pos]) + 4 + 4*(r.to-r.from)
+		}
+		w.runs = append(w.runs, r)
+	}
+	slices.Sort(w.keys)
+	b = slices.Grow(b, size)
+	b = binary.BigEndian.AppendUint16(b, 0) // version
+	b = binary.BigEndian.AppendUint32(b, uint32(len(w.keys)))
+	for _, k := range w.keys {
+		topic, r := t.byName[k>>32], w.runs[uint32(k)]
+		b = binary.BigEndian.AppendUint16(b, uint16(len(topic)))
+		b = append(b, topic...)
+		b = binary.BigEndian.AppendUint32(b, uint32(r.to-r.from))
+		for _, task := range tasks[r.from:r.to] {
+			b = binary.BigEndian.AppendUint32(b, uint32(int(task)-r.first))
+		}
+	}
+	if userData == nil {
+		return binary.BigEndian.AppendUint32(b, math.MaxUint32) // null
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(userData)))
+	return append(b, userData...)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
+	"sync"
 
 	"github.com/learnerassignor/learner"
 )
@@ -22,12 +24,13 @@ import (
 // before anything is allocated.
 func (c *Codec) DecodeMember(b []byte) (learner.MemberMetadata, error) {
 	d := decoder{c: c, b: b, kind: &memberKind}
+	defer d.release()
 	match := d.header()
 	var m learner.MemberMetadata
 	m.ID = d.id("ID", false)
 	flags := d.byte("flags")
 	m.Leaving = flags&wireFlagLeaving != 0
-	capacity := d.uvarint("capacity")
+	capacity := d.uvarint(label{what: "capacity"})
 	if d.err == nil && capacity > learner.MaxCapacity {
 		d.fail("capacity %d out of range [0, %d]", capacity, learner.MaxCapacity)
 	}
@@ -37,7 +40,7 @@ func (c *Codec) DecodeMember(b []byte) (learner.MemberMetadata, error) {
 	lag, sent := d.taskset("lag", match)
 	lags := make([]int64, 0, lag.len())
 	for i := range sent {
-		l := d.uvarint("lag")
+		l := d.uvarint(label{what: "lag"})
 		if d.err == nil && l > math.MaxInt64 {
 			d.fail("lag %d out of range", l)
 		}
@@ -48,9 +51,7 @@ func (c *Codec) DecodeMember(b []byte) (learner.MemberMetadata, error) {
 	if d.err != nil {
 		return learner.MemberMetadata{}, d.err
 	}
-	for i, l := range [nLists]*[]string{&m.Assigned, &m.Revoked, &m.Learning, &m.Ready, &m.Standby} {
-		*l = c.ids(&sets[i])
-	}
+	c.idLists(sets[:], &m.Assigned, &m.Revoked, &m.Learning, &m.Ready, &m.Standby)
 	if len(lags) > 0 {
 		m.Lag = make([]learner.TaskLag, 0, len(lags))
 		for i, t := range lag.idx {
@@ -68,6 +69,7 @@ func (c *Codec) DecodeMember(b []byte) (learner.MemberMetadata, error) {
 // result on ErrTopologyMismatch are as for DecodeMember.
 func (c *Codec) DecodeAssignment(b []byte) (learner.Assignment, error) {
 	d := decoder{c: c, b: b, kind: &assignmentKind}
+	defer d.release()
 	match := d.header()
 	var as learner.Assignment
 	as.MemberID = d.id("member ID", false)
@@ -75,9 +77,7 @@ func (c *Codec) DecodeAssignment(b []byte) (learner.Assignment, error) {
 	if d.err != nil {
 		return learner.Assignment{}, d.err
 	}
-	for i, l := range [nLists]*[]string{&as.Assigned, &as.Revoked, &as.Learning, &as.Learned, &as.Standby} {
-		*l = c.ids(&sets[i])
-	}
+	c.idLists(sets[:], &as.Assigned, &as.Revoked, &as.Learning, &as.Learned, &as.Standby)
 	return as, d.mismatch(match)
 }
 
@@ -90,6 +90,31 @@ type decoder struct {
 	off  int // next byte to read
 	at   int // where the item being read starts, for errors
 	err  error
+	// idx holds every taskset's indices, which live only until the
+	// message's ID lists are built: borrowed from idxPool, since a leader
+	// decodes one message per member.
+	idx *[]int32
+}
+
+var idxPool = sync.Pool{New: func() any { return new([]int32) }}
+
+// indices returns room for n more indices: a slice of length 0 whose
+// capacity is n, in the borrowed buffer.
+func (d *decoder) indices(n int) []int32 {
+	if d.idx == nil {
+		d.idx = idxPool.Get().(*[]int32)
+		*d.idx = (*d.idx)[:0]
+	}
+	buf := slices.Grow(*d.idx, n)
+	*d.idx = buf[:len(buf)+n]
+	return buf[len(buf) : len(buf) : len(buf)+n]
+}
+
+// release returns the borrowed buffer; the message's indices are dead.
+func (d *decoder) release() {
+	if d.idx != nil {
+		idxPool.Put(d.idx)
+	}
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -140,7 +165,14 @@ func (d *decoder) byte(what string) byte {
 	return d.b[d.off-1]
 }
 
-func (d *decoder) uvarint(what string) uint64 {
+// label names what the decoder reads, for errors: its parts are joined
+// only when an error is reported, since a leader reads thousands of
+// tasksets per rebalance.
+type label struct{ what, part string }
+
+func (l label) String() string { return l.what + l.part }
+
+func (d *decoder) uvarint(what label) uint64 {
 	if d.err != nil {
 		return 0
 	}
@@ -160,7 +192,7 @@ func (d *decoder) uvarint(what string) uint64 {
 
 // length reads a count of items that take at least minBytes each, bounded
 // by the bytes that remain so that no allocation outgrows the input.
-func (d *decoder) length(what string, minBytes int) int {
+func (d *decoder) length(what label, minBytes int) int {
 	n := d.uvarint(what)
 	if d.err == nil && n > uint64(d.remaining()/minBytes) {
 		d.fail("%s: declared %d, but only %d bytes remain", what, n, d.remaining())
@@ -171,7 +203,7 @@ func (d *decoder) length(what string, minBytes int) int {
 
 // id reads a string that must be a well-formed ID (or empty, if allowed).
 func (d *decoder) id(what string, emptyOK bool) string {
-	n := d.length(what+" length", 1)
+	n := d.length(label{what, " length"}, 1)
 	if d.err != nil || n == 0 && emptyOK {
 		return ""
 	}
@@ -207,7 +239,7 @@ func (d *decoder) tasksets(match bool) (sets [nLists]taskset) {
 // index only when the topology matches) and the count of tasks sent, so
 // that lists parallel to the taskset can be read in step.
 func (d *decoder) taskset(what string, match bool) (s taskset, sent int) {
-	header := d.uvarint(what + " header")
+	header := d.uvarint(label{what, " header"})
 	if d.err != nil {
 		return taskset{}, 0
 	}
@@ -234,12 +266,22 @@ func (d *decoder) gaps(what string, count uint64, match bool) []int32 {
 	}
 	var idx []int32
 	if match && count > 0 {
-		idx = make([]int32, 0, count)
+		idx = d.indices(int(count))
 	}
 	nt, next := uint64(len(d.c.tasks)), uint64(0)
-	label := what + " index" // once: built per task, it was most of the decoder's allocations
 	for range count {
-		gap := d.uvarint(label)
+		// Gaps of a member's share of a big topology take one or two
+		// bytes: read those here, the rest (and the errors) through
+		// uvarint.
+		var gap uint64
+		d.at = d.off
+		if b := d.b[d.off:]; len(b) >= 2 && b[0] < 0x80 {
+			gap, d.off = uint64(b[0]), d.off+1
+		} else if len(b) >= 2 && b[1] < 0x80 {
+			gap, d.off = uint64(b[0]&0x7f)|uint64(b[1])<<7, d.off+2
+		} else {
+			gap = d.uvarint(label{what, " index"})
+		}
 		if d.err != nil || !match {
 			continue // without the sender's topology the indices mean nothing
 		}
@@ -255,8 +297,8 @@ func (d *decoder) gaps(what string, count uint64, match bool) []int32 {
 
 // bitset reads count indices sent as a bitset.
 func (d *decoder) bitset(what string, count uint64, match bool) []int32 {
-	first := d.uvarint(what + " first index")
-	span := d.length(what+" bitset length", 1)
+	first := d.uvarint(label{what, " first index"})
+	span := d.length(label{what, " bitset length"}, 1)
 	if d.err != nil {
 		return nil
 	}
@@ -278,7 +320,7 @@ func (d *decoder) bitset(what string, count uint64, match bool) []int32 {
 		d.fail("%s: bitset of tasks %d to %d beyond the topology's %d tasks", what, first, first+last, nt)
 		return nil
 	}
-	idx := make([]int32, 0, count)
+	idx := d.indices(int(count))
 	for j, x := range bs {
 		for ; x != 0; x &= x - 1 {
 			idx = append(idx, int32(first+uint64(j*8+bits.TrailingZeros8(x))))
@@ -289,7 +331,7 @@ func (d *decoder) bitset(what string, count uint64, match bool) []int32 {
 
 // names reads the tasks of a taskset sent by name.
 func (d *decoder) names(what string, match bool) []string {
-	k := d.length(what+" name count", 2) // a length byte and at least one byte each
+	k := d.length(label{what, " name count"}, 2) // a length byte and at least one byte each
 	if d.err == nil && k == 0 {
 		d.fail("%s: empty name list flagged", what)
 	}

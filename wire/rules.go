@@ -65,6 +65,32 @@ func (k *kind) check(c *Codec, sets *[nLists]taskset) error {
 // lists in order. It merges the sorted lists: linear in their total length,
 // with no allocation, since the leader checks every member of the group.
 func sharedIndex(sets *[nLists]taskset, lists []int) (t int32, x, y int, ok bool) {
+	// Members usually fill one or two lists (assigned, standby): those need
+	// no merge across all the lists, which costs a pass over them per task.
+	var full [nLists]int
+	n := 0
+	for _, l := range lists {
+		if len(sets[l].idx) > 0 {
+			full[n], n = l, n+1
+		}
+	}
+	switch n {
+	case 0, 1:
+		return 0, 0, 0, false
+	case 2:
+		a, b := sets[full[0]].idx, sets[full[1]].idx
+		for i, j := 0, 0; i < len(a) && j < len(b); {
+			switch {
+			case a[i] < b[j]:
+				i++
+			case a[i] > b[j]:
+				j++
+			default:
+				return a[i], full[0], full[1], true
+			}
+		}
+		return 0, 0, 0, false
+	}
 	var pos [nLists]int
 	prev, prevList := int32(-1), -1
 	for {

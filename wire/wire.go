@@ -136,14 +136,26 @@ type taskset struct {
 
 func (s *taskset) len() int { return len(s.idx) + len(s.names) }
 
-// ids returns s as task IDs in wire order; empty is nil.
-func (c *Codec) ids(s *taskset) []string {
-	if s.len() == 0 {
-		return nil
+// idLists sets each *out[i] to sets[i] as task IDs in wire order, the
+// topology's own ID strings: a leader decodes every member's lists, so they
+// are carved from one allocation (each capped, so that appending to one
+// copies it). Empty lists are nil.
+func (c *Codec) idLists(sets []taskset, out ...*[]string) {
+	n := 0
+	for i := range sets {
+		n += sets[i].len()
 	}
-	ids := make([]string, 0, s.len())
-	for _, t := range s.idx {
-		ids = append(ids, c.tasks[t].ID)
+	pool := make([]string, 0, n)
+	for i := range sets {
+		*out[i] = nil
+		if sets[i].len() == 0 {
+			continue
+		}
+		from := len(pool)
+		for _, t := range sets[i].idx {
+			pool = append(pool, c.tasks[t].ID)
+		}
+		pool = append(pool, sets[i].names...)
+		*out[i] = pool[from:len(pool):len(pool)]
 	}
-	return append(ids, s.names...)
 }

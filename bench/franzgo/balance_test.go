@@ -2,13 +2,13 @@ package franzgo
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/benchgroup"
 	"github.com/learnerassignor/learner/internal/cputime"
 	"github.com/learnerassignor/learner/learnertest"
 	"github.com/learnerassignor/learner/wire"
@@ -18,38 +18,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// group is one rebalance of a group that was balanced before one event
-// happened, described once and then encoded for each assignor.
-//
-// Topic i is subtopology i of the learner topology: partition p of topic i
-// is task "i_p" (or, with hashed IDs, "t<i>-<p>", which the core interns
-// through a hash map). The layout before the event is what a sticky assignor
-// converges to: partition k (counting across topics) is owned by member
-// k mod M, so every member holds the same number of partitions of every
-// topic (to within one) and the layout is a fixed point of both assignors.
-// Every topic shape of one size has the same members, the same partition
-// count and the same owner for partition k.
+// group is one rebalance of benchgroup's group, encoded for each
+// assignor. Topic i is subtopology i of the learner topology: partition p
+// of topic i is task "i_p" (or, with hashed IDs, "t<i>-<p>", which the
+// core interns through a hash map).
 type group struct {
-	topics  []string         // sorted
-	order   []string         // topology order: topic i is subtopology i
-	counts  map[string]int32 // partitions per topic
-	members []member         // sorted by ID, as Kafka hands them to the leader
-	hashed  bool             // task IDs not of the "<sub>_<part>" form
+	benchgroup.Group
+	hashed bool // task IDs not of the "<sub>_<part>" form
 }
-
-type member struct {
-	id      string
-	owned   map[string][]int32 // partitions per topic, sorted
-	leaving bool               // announced leaving: learner reports it, Kafka has it leave
-}
-
-type event string
-
-const (
-	stable    event = "stable"     // nothing: the group is balanced
-	scaleUp   event = "scale-up"   // 10% more members join, owning nothing
-	scaleDown event = "scale-down" // 10% of the members leave
-)
 
 // topicShapes are the topic counts the benchmark spreads the partitions
 // over: franz-go's balancers cost more with more topics, the learner's
@@ -57,84 +33,31 @@ const (
 var topicShapes = []int{1, 10, 100, 400}
 
 // newGroup returns the group of m members over tasks partitions in the given
-// number of topics (tasks/topics partitions each, the last topic taking the
-// rest) after the event, from a generator seeded by the size alone, so that
-// every topic shape and ID form has the same members.
-func newGroup(m, tasks, topics int, ev event, hashed bool) group {
-	rng := rand.New(rand.NewPCG(0x1ea4e7, uint64(tasks)<<20|uint64(m)))
-	g := group{counts: map[string]int32{}, hashed: hashed}
-	per := tasks / topics
-	topicOf := make([]string, topics)
-	for i := range topics {
-		topicOf[i] = strconv.Itoa(i)
-		if hashed {
-			topicOf[i] = "t" + topicOf[i]
-		}
-		n := per
-		if i == topics-1 {
-			n = tasks - per*(topics-1)
-		}
-		g.counts[topicOf[i]] = int32(n)
+// number of topics after the event (see benchgroup.New); every topic shape
+// and ID form has the same members.
+func newGroup(m, tasks, topics int, ev benchgroup.Event, hashed bool) group {
+	name := strconv.Itoa
+	if hashed {
+		name = func(i int) string { return "t" + strconv.Itoa(i) }
 	}
-	g.order = topicOf
-	g.topics = slices.Sorted(slices.Values(topicOf))
-
-	total := m
-	if ev == scaleUp {
-		total += m / 10
-	}
-	g.members = make([]member, total)
-	seen := map[string]bool{}
-	for i := range g.members {
-		id := fmt.Sprintf("app-consumer-%016x", rng.Uint64())
-		for seen[id] {
-			id = fmt.Sprintf("app-consumer-%016x", rng.Uint64())
-		}
-		seen[id] = true
-		g.members[i] = member{id: id, owned: map[string][]int32{}}
-	}
-	for k := range tasks {
-		i := min(k/per, topics-1)
-		topic := topicOf[i]
-		o := g.members[k%m].owned
-		o[topic] = append(o[topic], int32(k-i*per))
-	}
-	if ev == scaleDown {
-		for _, i := range rng.Perm(m)[:m/10] {
-			g.members[i].leaving = true
-		}
-	}
-	slices.SortFunc(g.members, func(a, b member) int { return strings.Compare(a.id, b.id) })
-	return g
+	return group{benchgroup.New(m, tasks, topics, ev, name), hashed}
 }
 
 // kafkaMembers encodes the group as the JoinGroup response the leader gets
 // with the given balancer's metadata. Kafka has no "leaving soon": leaving
 // members have left the group, and their partitions are up for grabs.
 func (g group) kafkaMembers(bal kgo.GroupBalancer) []kmsg.JoinGroupResponseMember {
-	var out []kmsg.JoinGroupResponseMember
-	for _, m := range g.members {
-		if m.leaving {
-			continue
-		}
-		gen := int32(1)
-		if len(m.owned) == 0 {
-			gen = -1 // never joined
-		}
-		jm := kmsg.NewJoinGroupResponseMember()
-		jm.MemberID = m.id
-		jm.ProtocolMetadata = bal.JoinGroupMetadata(g.topics, m.owned, gen)
-		out = append(out, jm)
-	}
-	return out
+	return benchgroup.KafkaJoin(g.Group, bal.JoinGroupMetadata, func(id string, metadata []byte) kmsg.JoinGroupResponseMember {
+		return kmsg.JoinGroupResponseMember{MemberID: id, ProtocolMetadata: metadata}
+	})
 }
 
 // learner returns the Assignor for the group's partitions, every task
 // stateless, and the members' join reports, leaving members included.
 func (g group) learner() (*learner.Assignor, []learner.MemberMetadata, error) {
 	var tasks []learner.Task
-	for _, topic := range g.order {
-		for p := range g.counts[topic] {
+	for _, topic := range g.Topics {
+		for p := range g.Counts[topic] {
 			tasks = append(tasks, learner.Task{ID: g.taskID(topic, p)})
 		}
 	}
@@ -142,11 +65,11 @@ func (g group) learner() (*learner.Assignor, []learner.MemberMetadata, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]learner.MemberMetadata, len(g.members))
-	for i, m := range g.members {
-		out[i] = learner.MemberMetadata{ID: m.id, Leaving: m.leaving}
-		for _, topic := range g.order {
-			for _, p := range m.owned[topic] {
+	out := make([]learner.MemberMetadata, len(g.Members))
+	for i, m := range g.Members {
+		out[i] = learner.MemberMetadata{ID: m.ID, Leaving: m.Leaving}
+		for _, topic := range g.Topics {
+			for _, p := range m.Owned[topic] {
 				out[i].Assigned = append(out[i].Assigned, g.taskID(topic, p))
 			}
 		}
@@ -232,7 +155,7 @@ func kafkaBalance(bal kgo.GroupBalancer, members []kmsg.JoinGroupResponseMember,
 func BenchmarkBalance(b *testing.B) {
 	const m, tasks = 1_000, 100_000
 	for _, topics := range topicShapes {
-		for _, ev := range []event{stable, scaleUp, scaleDown} {
+		for _, ev := range benchgroup.Events {
 			name := fmt.Sprintf("members=%d/tasks=%d/topics=%d/event=%s/balancer=", m, tasks, topics, ev)
 			for _, hashed := range []bool{false, true} {
 				bal := "learner"
@@ -254,7 +177,7 @@ func BenchmarkBalance(b *testing.B) {
 					g := newGroup(m, tasks, topics, ev, false)
 					members := g.kafkaMembers(bal.new())
 					cputime.Loop(b, func() error {
-						_, err := kafkaBalance(bal.new(), members, g.counts)
+						_, err := kafkaBalance(bal.new(), members, g.Counts)
 						return err
 					})
 				})
@@ -273,7 +196,7 @@ func BenchmarkBalance(b *testing.B) {
 func TestSameProblem(t *testing.T) {
 	const m, tasks = 100, 10_000
 	for _, topics := range topicShapes {
-		for _, ev := range []event{stable, scaleUp, scaleDown} {
+		for _, ev := range benchgroup.Events {
 			for _, hashed := range []bool{false, true} {
 				g := newGroup(m, tasks, topics, ev, hashed)
 				name := fmt.Sprintf("topics=%d/%s/hashed=%v", topics, ev, hashed)
@@ -287,7 +210,7 @@ func TestSameProblem(t *testing.T) {
 				joined := slices.DeleteFunc(slices.Clone(members), func(mm learner.MemberMetadata) bool { return mm.Leaving })
 				for _, bal := range balancers {
 					t.Run(name+"/"+bal.name, func(t *testing.T) {
-						plan, err := kafkaBalance(bal.new(), g.kafkaMembers(bal.new()), g.counts)
+						plan, err := kafkaBalance(bal.new(), g.kafkaMembers(bal.new()), g.Counts)
 						require.NoError(t, err, "%s balance(%s)", bal.name, ev)
 						checkPlan(t, g, ev, a.Tasks(), joined, plan, !bal.new().IsCooperative())
 					})
@@ -299,7 +222,7 @@ func TestSameProblem(t *testing.T) {
 
 // checkLearner runs the learner leader's timed path on g (decoding every
 // member's wire report, then Assign) and checks its answer.
-func checkLearner(t *testing.T, g group, ev event) {
+func checkLearner(t *testing.T, g group, ev benchgroup.Event) {
 	a, c, joins, err := g.learnerJoins()
 	require.NoError(t, err, "learner setup")
 	members := make([]learner.MemberMetadata, len(joins))
@@ -330,7 +253,7 @@ func checkLearner(t *testing.T, g group, ev event) {
 // the group after the event, whose members joined reporting joins; complete
 // says whether every partition must be placed now (otherwise the ones left
 // out count as withheld).
-func checkPlan(t *testing.T, g group, ev event, tasks []learner.Task, joins []learner.MemberMetadata, plan map[string]map[string][]int32, complete bool) {
+func checkPlan(t *testing.T, g group, ev benchgroup.Event, tasks []learner.Task, joins []learner.MemberMetadata, plan map[string]map[string][]int32, complete bool) {
 	t.Helper()
 	var out []learner.Assignment
 	placed := map[string]bool{}
@@ -360,21 +283,21 @@ func checkPlan(t *testing.T, g group, ev event, tasks []learner.Task, joins []le
 
 	owned := map[string]map[string][]int32{} // what the members report owning
 	lo, hi := int(^uint(0)>>1), 0
-	for _, mem := range g.members {
-		owned[mem.id] = mem.owned
+	for _, mem := range g.Members {
+		owned[mem.ID] = mem.Owned
 		n := 0
-		for _, ps := range plan[mem.id] {
+		for _, ps := range plan[mem.ID] {
 			n += len(ps)
 		}
-		if mem.leaving {
-			assert.Zero(t, n, "leaving member %s keeps %d partitions, want 0", mem.id, n)
+		if mem.Leaving {
+			assert.Zero(t, n, "leaving member %s keeps %d partitions, want 0", mem.ID, n)
 			continue
 		}
 		lo, hi = min(lo, n), max(hi, n)
-		if ev == stable {
-			for topic, ps := range owned[mem.id] {
-				got := slices.Sorted(slices.Values(plan[mem.id][topic]))
-				require.Equal(t, ps, got, "stable group: member %s topic %s changed", mem.id, topic)
+		if ev == benchgroup.Stable {
+			for topic, ps := range owned[mem.ID] {
+				got := slices.Sorted(slices.Values(plan[mem.ID][topic]))
+				require.Equal(t, ps, got, "stable group: member %s topic %s changed", mem.ID, topic)
 			}
 		}
 	}

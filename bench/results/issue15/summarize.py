@@ -1,7 +1,8 @@
-# Medians of the interleaved runs in this directory, as markdown tables:
-#   python3 summarize.py core|franzgo|leader
+# Medians of the interleaved runs in this directory (or in DIR), as markdown
+# tables:
+#   python3 summarize.py core|franzgo|leader|wire [DIR]
 import os, re, sys, statistics, collections
-R=os.path.dirname(os.path.abspath(__file__))
+R=os.path.abspath(sys.argv[2]) if len(sys.argv)>2 else os.path.dirname(os.path.abspath(__file__))
 def load(path):
     d=collections.defaultdict(lambda: collections.defaultdict(list))
     try: lines=open(path).read().splitlines()
@@ -58,3 +59,11 @@ elif which=='leader':
         m=re.search(r'event=([^/]+)',name)
         b=med(base[name]['cpu-ns/op']); a=med(fin[name]['cpu-ns/op']); c=med(fin[co]['cpu-ns/op'])
         print(f"| {m.group(1)} | {fmt(b)} | {fmt(a)} | {fmt(c)} | {a/c:.2f} | {fmt(med(fin[name]['B/op']))}, {fmt(med(fin[name]['allocs/op']))} | {fmt(med(fin[co]['B/op']))}, {fmt(med(fin[co]['allocs/op']))} |")
+elif which=='wire':
+    base=load(R+'/wire-base.txt'); fin=load(R+'/wire-final.txt')
+    print('| benchmark | before cpu-ns/op | after cpu-ns/op | after/before | B/op before, after | allocs/op before, after | n |')
+    print('|---|---:|---:|---:|---:|---:|---:|')
+    for name in fin:
+        b=med(base[name]['cpu-ns/op']) if base[name]['cpu-ns/op'] else med(base[name]['ns/op'])
+        a=med(fin[name]['cpu-ns/op']) if fin[name]['cpu-ns/op'] else med(fin[name]['ns/op'])
+        print(f"| {name} | {fmt(b)} | {fmt(a)} | {a/b:.2f} | {fmt(med(base[name]['B/op']))}, {fmt(med(fin[name]['B/op']))} | {fmt(med(base[name]['allocs/op']))}, {fmt(med(fin[name]['allocs/op']))} | {len(fin[name]['ns/op'])} |")

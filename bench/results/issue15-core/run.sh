@@ -1,0 +1,33 @@
+#!/bin/sh
+# Interleaved runs of the core benchmarks of base (main) and final (this
+# branch). Build the binaries first (see RUN.txt) into the current
+# directory; results go to $R.
+R=${R:-results}
+mkdir -p $R
+{ date; uptime; } > $R/start.txt
+
+# interleave ROUNDS BENCHTIME SIZE: Assign from both binaries, the one that
+# goes first alternating each round, then Floor under the same load.
+interleave() {
+	for round in $(seq "$1"); do
+		pair="base final"
+		[ $((round % 2)) = 0 ] && pair="final base"
+		for bin in $pair; do
+			./$bin.test -test.run '^$' -test.bench "Assign/$3/" -test.benchtime "$2" >>$R/core-$bin.txt
+		done
+		./final.test -test.run '^$' -test.bench "Floor/$3/" -test.benchtime "$2" >>$R/core-floor.txt
+		{ date; uptime; } >>$R/progress.txt
+	done
+}
+interleave 6 40x 'members=1000$/tasks=100000'
+interleave 3 8x 'members=10000/tasks=1000000'
+
+for bin in base final; do
+	/usr/bin/time -f "$bin Assign 10000x1000000 scale-up -benchtime=1x: %M KB maxrss" \
+		./$bin.test -test.run '^$' -test.bench 'Assign/members=10000/tasks=1000000/event=scale-up$' -test.benchtime 1x >>$R/rss.txt 2>&1
+	/usr/bin/time -f "$bin Assign 10000x1000000 scale-up -benchtime=5x: %M KB maxrss" \
+		./$bin.test -test.run '^$' -test.bench 'Assign/members=10000/tasks=1000000/event=scale-up$' -test.benchtime 5x >>$R/rss.txt 2>&1
+done
+/usr/bin/time -f "final Floor 10000x1000000 scale-up -benchtime=1x (the input, built and read once): %M KB maxrss" \
+	./final.test -test.run '^$' -test.bench 'Floor/members=10000/tasks=1000000/event=scale-up$' -test.benchtime 1x >>$R/rss.txt 2>&1
+{ date; uptime; } > $R/end.txt
