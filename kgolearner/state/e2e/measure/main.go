@@ -53,6 +53,7 @@ func main() {
 		}
 		res, err := e2e.Run(context.Background(), cfg, s)
 		if err != nil {
+			pprof.StopCPUProfile() // log.Fatalf skips the deferred stop, which writes the profile out
 			log.Fatalf("%s: %v", s.Name, err)
 		}
 		results = append(results, res)
