@@ -39,8 +39,8 @@ type topology struct {
 
 // newTopology interns the tasks, which must have valid and unique IDs.
 func newTopology(tasks []Task) (topology, error) {
-	if len(tasks) > maxTasks {
-		return topology{}, fmt.Errorf("learner: %d tasks, more than %d: %w", len(tasks), maxTasks, ErrInvalidTopology)
+	if len(tasks) > MaxTasks {
+		return topology{}, fmt.Errorf("learner: %d tasks, more than %d: %w", len(tasks), MaxTasks, ErrInvalidTopology)
 	}
 	tp := topology{tasks: append([]Task(nil), tasks...), index: newTaskIndex()}
 	for i, t := range tp.tasks {
@@ -78,8 +78,11 @@ func (tp *topology) isStateful(t int32) bool {
 	return tp.tasks[t].Stateful
 }
 
-// maxTasks keeps task indices in int32, the width of the hot per-task arrays.
-const maxTasks = 1 << 30
+// MaxTasks is the most tasks a topology may have: New refuses more with
+// ErrInvalidTopology. It keeps task indices in int32, the width of the hot
+// per-task arrays; callers that derive tasks from outside numbers (such as
+// partition counts) check it before building the list.
+const MaxTasks = 1 << 30
 
 // taskIndex interns task IDs into dense indices (positions in the topology).
 //

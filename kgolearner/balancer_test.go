@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -64,6 +65,19 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			assert.True(t, strings.HasPrefix(err.Error(), "kgolearner: "), "New(%+v) error = %v, want a kgolearner: error", cfg, err)
 		}
 	}
+}
+
+// TestNewBoundsPartitions: partition counts come from configuration, so a
+// mistyped one must be refused before a task is built (building 2^32 tasks
+// would exhaust memory first).
+func TestNewBoundsPartitions(t *testing.T) {
+	cfg := Config{Subtopologies: []Subtopology{
+		{Topics: []string{"a"}, Partitions: math.MaxInt32},
+		{Topics: []string{"b"}, Partitions: math.MaxInt32},
+	}}
+	_, err := New(cfg)
+	require.ErrorIs(t, err, learner.ErrInvalidTopology, "New(two subtopologies of MaxInt32 partitions)")
+	assert.Contains(t, err.Error(), "more than 1073741824 tasks")
 }
 
 func TestLearnerID(t *testing.T) {

@@ -63,6 +63,7 @@ type topology struct {
 
 func newTopology(subs []Subtopology) (*topology, error) {
 	t := &topology{subs: subs, byTopic: map[string]int{}}
+	tasks := 0
 	for i, s := range subs {
 		if len(s.Topics) == 0 {
 			return nil, fmt.Errorf("kgolearner: subtopology %d has no topics", i)
@@ -70,6 +71,14 @@ func newTopology(subs []Subtopology) (*topology, error) {
 		if s.Partitions <= 0 {
 			return nil, fmt.Errorf("kgolearner: subtopology %d: %d partitions, want at least 1", i, s.Partitions)
 		}
+		// Each partition is a task: bound the total before building any, so
+		// that a mistyped count is an error, not an exhausted memory.
+		if tasks += int(s.Partitions); tasks > learner.MaxTasks {
+			return nil, fmt.Errorf("kgolearner: subtopology %d brings the partitions to %d, more than %d tasks: %w",
+				i, tasks, learner.MaxTasks, learner.ErrInvalidTopology)
+		}
+	}
+	for i, s := range subs {
 		t.subTopic = append(t.subTopic, len(t.topics))
 		for _, topic := range s.Topics {
 			if j, dup := t.byTopic[topic]; dup {
