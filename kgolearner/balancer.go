@@ -47,7 +47,12 @@
 // before the owner's SyncGroup, which the broker would then refuse.)
 //
 // kgo follows a generation in which a member lost partitions with one more
-// rebalance (kgo rejoins after revoking them); nothing moves in it.
+// rebalance (kgo rejoins after revoking them), in which no learner that was
+// not ready can be promoted. So when the leader's assignment makes a member
+// lose a partition, it tags learned only the stateful tasks whose learner
+// reported them ready: the others' owners keep running them through the
+// follow-up's join instead of releasing them for nothing, and the
+// follow-up's assignment tags them again.
 //
 // # The application's part
 //
@@ -164,6 +169,12 @@ type Round struct {
 	// topology or wire version); they count as owning the tasks of the
 	// partitions they own.
 	Undecoded int
+	// FollowUp reports that kgo will follow this round with another
+	// rebalance, since a member loses a partition it owned or released at
+	// this join. Assignments then tag learned only the stateful tasks
+	// whose learner reported them ready (and the stateless ones): the
+	// others' owners keep them through the follow-up.
+	FollowUp bool
 }
 
 // Config configures a Balancer.
