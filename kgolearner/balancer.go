@@ -225,6 +225,9 @@ type Balancer struct {
 	memberID string
 	// sessionStart is when the last session started (see rejoin).
 	sessionStart time.Time
+	// joins counts the member's joins (session ends and JoinGroups): a
+	// rejoin delayed past one is moot (see rejoin).
+	joins uint64
 	// unreleased holds the learned tasks whose release failed at the
 	// end of the last session: the member still runs and reports them.
 	unreleased map[string]bool
@@ -386,6 +389,12 @@ func (b *Balancer) checkDeadline() {
 // its own assignment can start the next rebalance before a slower member's
 // SyncGroup reaches the broker, which then refuses it, and that member
 // joins again without ever seeing its assignment (a learned tag, say).
+//
+// A delayed rejoin is dropped if the member joins meanwhile (kgo's
+// follow-up, say): that join reports its ready learners and its leaving,
+// releases its learned tasks, and the session it leads to decides anew
+// whether to rejoin (PartitionsAssigned). Forced anyway, it would start one
+// more rebalance that changes nothing.
 func (b *Balancer) rejoin() {
 	cl := b.cl.Load()
 	if cl == nil {
@@ -396,13 +405,20 @@ func (b *Balancer) rejoin() {
 		settle = 3 * time.Second // kgo's default
 	}
 	b.mu.Lock()
-	wait := time.Until(b.sessionStart.Add(settle))
+	wait, joins := time.Until(b.sessionStart.Add(settle)), b.joins
 	b.mu.Unlock()
-	if wait > 0 {
-		time.AfterFunc(wait, cl.ForceRebalance)
+	if wait <= 0 {
+		cl.ForceRebalance()
 		return
 	}
-	cl.ForceRebalance()
+	time.AfterFunc(wait, func() {
+		b.mu.Lock()
+		moot := b.joins != joins
+		b.mu.Unlock()
+		if !moot {
+			cl.ForceRebalance()
+		}
+	})
 }
 
 // ProtocolName implements kgo.GroupBalancer.
