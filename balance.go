@@ -268,7 +268,7 @@ func (g *group) balance() {
 	// the lightest receiver only gets heavier (a move makes the receiver
 	// heavier and leaves the donor above the old lightest), and a member
 	// that received stops at the lightest's level, so it never gives. Only
-	// they get movable lists and a place in the donor heap; the heap's top
+	// they get movable lists and a place in the donor queue; the queue's top
 	// is the same as with every member in it whenever a move is worth it.
 	gives := make([]bool, len(g.load))
 	var givers []int32
@@ -356,7 +356,8 @@ func (p *balancePlan) run() {
 		}
 		// A heap restores one changed key at a time, and a move changes two:
 		// re-sift h while l still has its old key, then l. (The spread
-		// counts change l's key only: h's upper bound stays.)
+		// counts change l's key only: h's upper bound stays.) Level queues
+		// read loads when asked, so their fix does nothing.
 		p.move(t, l)
 		p.load[l]--
 		p.donors.fix(h)

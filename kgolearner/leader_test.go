@@ -23,7 +23,7 @@ func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentT
 	raw := w.append(nil, slices.Compact(idx), nil)
 	var ka kmsg.ConsumerMemberAssignment
 	if err := ka.ReadFrom(raw); err != nil {
-		panic(err) // appendAssignment wrote what kmsg cannot read
+		panic(err) // assignmentWriter.append wrote what kmsg cannot read
 	}
 	return ka.Topics
 }

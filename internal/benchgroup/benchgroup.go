@@ -67,8 +67,12 @@ func (m Member) Generation() int32 {
 // number of partitions of every topic (to within one) and the layout is a
 // fixed point of a sticky balancer. The generator is seeded by the size
 // alone: every topic shape of one size has the same members and the same
-// owner for partition k.
+// owner for partition k. It wants m >= 1 and tasks >= topics >= 1 (every
+// topic has a partition), and panics otherwise.
 func New(m, tasks, topics int, ev Event, topic func(i int) string) Group {
+	if m < 1 || topics < 1 || tasks < topics {
+		panic(fmt.Sprintf("benchgroup: New(%d members, %d tasks, %d topics): want m >= 1 and tasks >= topics >= 1", m, tasks, topics))
+	}
 	rng := rand.New(rand.NewPCG(0x1ea4e7, uint64(tasks)<<20|uint64(m)))
 	g := Group{Counts: map[string]int32{}}
 	per := tasks / topics

@@ -1,6 +1,7 @@
 package benchgroup
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -37,5 +38,16 @@ func TestNew(t *testing.T) {
 		case ScaleDown:
 			assert.Equal(t, []int{100, 90, 0}, []int{len(g.Members), joined, fresh}, "%s: members, joined, new", ev)
 		}
+	}
+}
+
+// TestNewRejectsEmptyShapes checks that a group without members, or with a
+// topic of no partitions, is refused by name rather than by a division by
+// zero.
+func TestNewRejectsEmptyShapes(t *testing.T) {
+	for _, c := range []struct{ m, tasks, topics int }{{0, 10, 1}, {4, 2, 3}, {4, 10, 0}} {
+		assert.PanicsWithValue(t,
+			fmt.Sprintf("benchgroup: New(%d members, %d tasks, %d topics): want m >= 1 and tasks >= topics >= 1", c.m, c.tasks, c.topics),
+			func() { New(c.m, c.tasks, c.topics, Stable, strconv.Itoa) }, "New(%d, %d, %d, ...)", c.m, c.tasks, c.topics)
 	}
 }

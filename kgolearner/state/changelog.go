@@ -55,9 +55,12 @@ func encodePosition(pos map[string]int64) []byte {
 	return b
 }
 
-// changeOf decodes a changelog record: the change, the input position, and
-// whether it is a marker (a position without a change).
-func changeOf(r *kgo.Record) (ch Change, pos map[string]int64, marker bool, err error) {
+// changeOf decodes a changelog record: the change, its input position
+// (still encoded, checked), and whether it is a marker (a position without
+// a change). Restoring parses only the position of a batch's last record:
+// parsing every record's allocated a map per record and was a third of a
+// restore's CPU.
+func changeOf(r *kgo.Record) (ch Change, pos []byte, marker bool, err error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s partition %d offset %d: %s", ErrBadChangelog, r.Topic, r.Partition, r.Offset, fmt.Sprintf(format, args...))
 	}
@@ -66,9 +69,10 @@ func changeOf(r *kgo.Record) (ch Change, pos map[string]int64, marker bool, err 
 		case markerHeader:
 			marker = true
 		case positionHeader:
-			if pos, err = parsePositions(bytes.Split(h.Value, []byte(";"))); err != nil || len(pos) == 0 {
+			if !validPositions(h.Value) {
 				return Change{}, nil, false, bad("header %s: %q is not a list of <topic>=<offset>", positionHeader, h.Value)
 			}
+			pos = h.Value
 		}
 	}
 	switch {
@@ -78,6 +82,22 @@ func changeOf(r *kgo.Record) (ch Change, pos map[string]int64, marker bool, err 
 		return Change{}, nil, false, bad("no key")
 	}
 	return Change{Key: r.Key, Value: r.Value}, pos, marker, nil
+}
+
+// validPositions reports whether b holds at least one "<topic>=<offset>"
+// item, items joined by ';': what parsePositions accepts, without
+// allocating.
+func validPositions(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for item := range bytes.SplitSeq(b, []byte(";")) {
+		topic, off, ok := bytes.Cut(item, []byte("="))
+		if _, isOffset := parseOffset(off); !ok || len(topic) == 0 || !isOffset {
+			return false
+		}
+	}
+	return true
 }
 
 // ensureTopics creates the changelog topics that are missing, compacted,

@@ -147,14 +147,17 @@ func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) error {
 		}
 	})
 	r.activate()
+	start := time.Now()
 	batch := r.collect(fs)
 	if len(batch) == 0 {
+		r.paced(0, false)
 		return nil
 	}
 	err := r.process(ctx, batch)
 	if err == nil {
 		err = r.write(ctx, batch)
 	}
+	r.paced(time.Since(start), fs.NumRecords() >= maxBatch)
 	r.release(batch, err)
 	if errors.Is(err, errWrite) {
 		r.rewind(batch)

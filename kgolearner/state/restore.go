@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +16,15 @@ import (
 // restoreLoop applies the changelog records the restore client fetches:
 // learners, standbys and active tasks catching up.
 func (r *Runtime) restoreLoop(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.cond.Broadcast() // out of awaitTurn
+		r.mu.Unlock()
+	})
+	defer stop()
+	var turn uint64
 	for ctx.Err() == nil {
+		r.awaitTurn(ctx, &turn)
 		fs := r.rcl.PollRecords(ctx, maxBatch)
 		if fs.IsClientClosed() {
 			return
@@ -47,7 +56,8 @@ func (r *Runtime) restore(t *task, recs []*kgo.Record) error {
 		return nil
 	}
 	cp := Checkpoint{Changelog: t.cp.Changelog, Input: maps.Clone(t.cp.Input)}
-	var changes []Change
+	changes := make([]Change, 0, len(recs))
+	var last []byte // the position of the last record applied
 	n := 0
 	for _, rec := range recs {
 		if rec.Offset < cp.Changelog {
@@ -60,10 +70,15 @@ func (r *Runtime) restore(t *task, recs []*kgo.Record) error {
 		if !marker {
 			changes = append(changes, ch)
 		}
-		cp.Input, cp.Changelog = pos, rec.Offset+1
+		last, cp.Changelog = pos, rec.Offset+1
 		n++
 	}
 	if n > 0 {
+		input, err := parsePositions(bytes.Split(last, []byte(";")))
+		if err != nil {
+			return fmt.Errorf("state: task %s: %w", t.id, err) // validPositions accepted it
+		}
+		cp.Input = input
 		if err := t.store.Apply(changes, cp); err != nil {
 			return fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err)
 		}
@@ -123,11 +138,62 @@ func (r *Runtime) prioritize() {
 	// A partition paused as a learner's stays paused when its task turns
 	// active: resume the urgent ones whatever they were.
 	r.rcl.ResumeFetchPartitions(urgent)
+	r.urgent = len(urgent) > 0
+	r.cond.Broadcast() // an urgent restore ends awaitTurn
 	if len(urgent) > 0 {
 		r.rcl.PauseFetchPartitions(background)
 	} else {
 		r.rcl.ResumeFetchPartitions(background)
 	}
+}
+
+// Restores yield to active processing. A member's learners and standbys
+// replay whole states (a scale-up brings each new member hundreds of
+// thousands of records), and that replay competes with the member's active
+// tasks for CPU, memory bandwidth, disk and the broker. Kafka Streams
+// updates standbys between active batches on its stream thread; the runtime
+// restores on a goroutine of its own but makes the same bargain while
+// active tasks fall behind: once an active batch took longer than
+// Config.RestoreYield from poll to acknowledgement, or its poll came back
+// full, the restore loop takes one restore fetch per active batch (at most
+// restoreFetchBytes a broker), until no batch was slow for yieldHold.
+// Learners thus always progress, and become ready later on a busy member:
+// a scale-up takes longer, in exchange for the tasks that stay put keeping
+// up. The restore client fetches only when polled (kgo buffers one fetch
+// per broker), so a restore loop that waits also stops fetching. Active
+// tasks catching up never wait (urgent, see prioritize): their own input
+// waits for their restore.
+
+// yieldHold is how long restores keep yielding after the last slow
+// active batch: a loaded member alternates slow and fast batches, and
+// restoring at full speed after each fast one makes the next one slow.
+const yieldHold = time.Second
+
+// awaitTurn waits, while the member's active tasks are behind and no
+// active task catches up, until an active batch ended since the restore
+// loop's last turn (*turn).
+func (r *Runtime) awaitTurn(ctx context.Context, turn *uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.behind && !r.urgent && r.batches == *turn && ctx.Err() == nil {
+		r.cond.Wait()
+	}
+	*turn = r.batches
+}
+
+// paced notes an active batch: how long it took from poll to
+// acknowledgement (zero for a poll with nothing to process) and whether
+// the poll was full. It gives the restore loop its next turn.
+func (r *Runtime) paced(took time.Duration, full bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if full || (r.cfg.RestoreYield > 0 && took > r.cfg.RestoreYield) {
+		r.slowAt = now
+	}
+	r.behind = !r.slowAt.IsZero() && now.Sub(r.slowAt) < yieldHold
+	r.batches++
+	r.cond.Broadcast()
 }
 
 // missingTopicTimeout is how long a changelog topic may stay unknown

@@ -1,10 +1,14 @@
 package state
 
 import (
+	"bytes"
+	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -41,4 +45,81 @@ func sorted(m map[string][]int32) map[string][]int32 {
 		slices.Sort(ps)
 	}
 	return m
+}
+
+// Learner and standby restores yield to slow active batches, one turn per
+// active batch, until no batch was slow for yieldHold; they never wait
+// while an active task catches up.
+func TestAwaitTurn(t *testing.T) {
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	var turn uint64
+	returns := func() bool {
+		done := make(chan struct{})
+		go func() { r.awaitTurn(ctx, &turn); close(done) }()
+		select {
+		case <-done:
+			return true
+		case <-time.After(50 * time.Millisecond):
+			r.paced(0, false) // end the wait: the batch the restore loop waits for
+			<-done
+			return false
+		}
+	}
+
+	r.paced(10*time.Millisecond, false)
+	require.True(t, returns(), "awaitTurn waited after a fast batch")
+	require.True(t, returns(), "awaitTurn waited after a fast batch, second turn")
+
+	r.paced(r.cfg.RestoreYield+time.Millisecond, false)
+	require.True(t, returns(), "awaitTurn waited for its first turn after a slow batch")
+	require.False(t, returns(), "awaitTurn took a second turn with no active batch in between")
+	r.paced(0, false)
+	require.True(t, returns(), "awaitTurn waited after an active batch, within yieldHold of a slow one")
+	require.False(t, returns(), "awaitTurn stopped yielding within yieldHold of a slow batch")
+
+	r.mu.Lock()
+	r.urgent = true
+	r.mu.Unlock()
+	require.True(t, returns(), "awaitTurn waited while an active task catches up")
+	require.True(t, returns(), "awaitTurn waited while an active task catches up, second turn")
+	r.mu.Lock()
+	r.urgent = false
+	r.mu.Unlock()
+
+	r.paced(0, true)
+	require.True(t, returns(), "awaitTurn waited for its first turn after a full poll")
+	require.False(t, returns(), "awaitTurn did not yield after a full poll")
+
+	r.mu.Lock()
+	r.slowAt = time.Now().Add(-yieldHold)
+	r.mu.Unlock()
+	r.paced(0, false)
+	require.True(t, returns(), "awaitTurn yielded yieldHold after the last slow batch")
+	require.True(t, returns(), "awaitTurn yielded yieldHold after the last slow batch, second turn")
+
+	cctx, cancel := context.WithCancel(ctx)
+	r.paced(time.Second, false)
+	r.awaitTurn(cctx, &turn)
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		cancel()
+		r.mu.Lock()
+		r.cond.Broadcast() // as restoreLoop's AfterFunc does
+		r.mu.Unlock()
+	}()
+	r.awaitTurn(cctx, &turn) // returns once ctx is done
+}
+
+// validPositions accepts exactly what parsePositions parses into at least
+// one position.
+func TestValidPositions(t *testing.T) {
+	for _, s := range []string{"", "a=1", "a=0;b=12", "a=1;", ";a=1", "a=", "=1", "a=-1", "a=1x", "a=+1", "a=b=1",
+		"a=9223372036854775807", "a=9223372036854775808", "a=99999999999999999999", "a=00000000000000000001", "a=01;b=2"} {
+		pos, err := parsePositions(bytes.Split([]byte(s), []byte(";")))
+		want := err == nil && len(pos) > 0
+		assert.Equal(t, want, validPositions([]byte(s)), "validPositions(%q)", s)
+	}
 }

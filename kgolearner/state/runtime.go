@@ -75,6 +75,12 @@ type Config struct {
 	// LagInterval is how often the runtime lists changelog end offsets to
 	// update lags and readiness; zero means 100ms.
 	LagInterval time.Duration
+	// RestoreYield is how long an active batch may take, from poll to
+	// acknowledgement, before the member's learners and standbys yield to
+	// its active tasks: from then until no batch was slow for a second,
+	// they restore one fetch per active batch (see restore.go). Zero
+	// means 100ms; negative, they yield only after a full poll.
+	RestoreYield time.Duration
 	// Observer receives events; every field is optional.
 	Observer Observer
 }
@@ -113,6 +119,10 @@ type Runtime struct {
 	byInput     map[string]string  // "topic/partition" -> task
 	byChangelog map[string]string  // "changelog/partition" -> task
 	wakePoll    context.CancelFunc // ends the poll in progress
+	behind      bool               // an active batch was slow or full lately: restores yield
+	slowAt      time.Time          // when an active batch was last slow or full
+	urgent      bool               // an active task catches up with its changelog
+	batches     uint64             // polls the poll loop has handled, for awaitTurn
 
 	kickLag      chan struct{}
 	kickCommit   chan struct{}
@@ -139,6 +149,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.LagInterval <= 0 {
 		cfg.LagInterval = 100 * time.Millisecond
+	}
+	if cfg.RestoreYield == 0 {
+		cfg.RestoreYield = 100 * time.Millisecond
 	}
 	r := &Runtime{cfg: cfg, stores: cfg.Stores, tasks: map[string]*task{}, byInput: map[string]string{}, byChangelog: map[string]string{},
 		kickLag: make(chan struct{}, 1), kickCommit: make(chan struct{}, 1), toCommit: map[string]map[int32]kgo.EpochOffset{}, stop: make(chan struct{}), fatal: make(chan error, 1)}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,13 +95,30 @@ func parsePositions(items [][]byte) (map[string]int64, error) {
 	out := make(map[string]int64, len(items))
 	for _, item := range items {
 		topic, off, ok := bytes.Cut(item, []byte("="))
-		n, err := strconv.ParseInt(string(off), 10, 64)
-		if !ok || len(topic) == 0 || err != nil || n < 0 {
+		n, isOffset := parseOffset(off)
+		if !ok || len(topic) == 0 || !isOffset {
 			return nil, fmt.Errorf("input position %q is not <topic>=<offset>", item)
 		}
 		out[string(topic)] = n
 	}
 	return out, nil
+}
+
+// parseOffset parses an offset as strconv.AppendInt writes a
+// non-negative one: decimal digits only, no sign, fitting an int64.
+func parseOffset(b []byte) (int64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		d := int64(c - '0')
+		if c < '0' || c > '9' || n > (math.MaxInt64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
 }
 
 // ErrClosed is returned by a store used after Close.

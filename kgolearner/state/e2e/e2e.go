@@ -68,7 +68,7 @@ var Small = Config{Members: 4, Tasks: 12, KeysPerTask: 2000, ValueBytes: 100, Ra
 
 // Full is the measurement: 4 members, 48 stateful tasks, a cold
 // restore of several seconds.
-var Full = Config{Members: 4, Tasks: 48, KeysPerTask: 20_000, ValueBytes: 100, Rate: 2400, Words: 4800,
+var Full = Config{Members: 4, Tasks: 48, KeysPerTask: 100_000, ValueBytes: 100, Rate: 2400, Words: 4800,
 	Settle: 2 * time.Second, Deadline: 60 * time.Second, Session: 3 * time.Second, Grace: 250 * time.Millisecond}
 
 // Phase is one step of the script.

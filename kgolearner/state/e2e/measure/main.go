@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/learnerassignor/learner/kgolearner/state/e2e"
@@ -20,7 +21,18 @@ func main() {
 	small := flag.Bool("small", false, "run the small configuration of the tests")
 	keys := flag.Int("keys", 0, "ballast keys per task (0: the configuration's)")
 	only := flag.String("strategy", "", "run only the strategy of this name")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cfg := e2e.Full
 	if *small {
 		cfg = e2e.Small
@@ -41,6 +53,7 @@ func main() {
 		}
 		res, err := e2e.Run(context.Background(), cfg, s)
 		if err != nil {
+			pprof.StopCPUProfile() // log.Fatalf skips the deferred stop, which writes the profile out
 			log.Fatalf("%s: %v", s.Name, err)
 		}
 		results = append(results, res)
