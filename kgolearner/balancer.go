@@ -47,7 +47,12 @@
 // before the owner's SyncGroup, which the broker would then refuse.)
 //
 // kgo follows a generation in which a member lost partitions with one more
-// rebalance (kgo rejoins after revoking them); nothing moves in it.
+// rebalance (kgo rejoins after revoking them), in which no learner that was
+// not ready can be promoted. So when the leader's assignment makes a member
+// lose a partition, it tags learned only the stateful tasks whose learner
+// reported them ready: the others' owners keep running them through the
+// follow-up's join instead of releasing them for nothing, and the
+// follow-up's assignment tags them again.
 //
 // # The application's part
 //
@@ -164,6 +169,12 @@ type Round struct {
 	// topology or wire version); they count as owning the tasks of the
 	// partitions they own.
 	Undecoded int
+	// FollowUp reports that kgo will follow this round with another
+	// rebalance, since a member loses a partition it owned or released at
+	// this join. Assignments then tag learned only the stateful tasks
+	// whose learner reported them ready (and the stateless ones): the
+	// others' owners keep them through the follow-up.
+	FollowUp bool
 }
 
 // Config configures a Balancer.
@@ -214,6 +225,9 @@ type Balancer struct {
 	memberID string
 	// sessionStart is when the last session started (see rejoin).
 	sessionStart time.Time
+	// joins counts the member's joins (session ends and JoinGroups): a
+	// rejoin delayed past one is moot (see rejoin).
+	joins uint64
 	// unreleased holds the learned tasks whose release failed at the
 	// end of the last session: the member still runs and reports them.
 	unreleased map[string]bool
@@ -375,6 +389,12 @@ func (b *Balancer) checkDeadline() {
 // its own assignment can start the next rebalance before a slower member's
 // SyncGroup reaches the broker, which then refuses it, and that member
 // joins again without ever seeing its assignment (a learned tag, say).
+//
+// A delayed rejoin is dropped if the member joins meanwhile (kgo's
+// follow-up, say): that join reports its ready learners and its leaving,
+// releases its learned tasks, and the session it leads to decides anew
+// whether to rejoin (PartitionsAssigned). Forced anyway, it would start one
+// more rebalance that changes nothing.
 func (b *Balancer) rejoin() {
 	cl := b.cl.Load()
 	if cl == nil {
@@ -385,13 +405,20 @@ func (b *Balancer) rejoin() {
 		settle = 3 * time.Second // kgo's default
 	}
 	b.mu.Lock()
-	wait := time.Until(b.sessionStart.Add(settle))
+	wait, joins := time.Until(b.sessionStart.Add(settle)), b.joins
 	b.mu.Unlock()
-	if wait > 0 {
-		time.AfterFunc(wait, cl.ForceRebalance)
+	if wait <= 0 {
+		cl.ForceRebalance()
 		return
 	}
-	cl.ForceRebalance()
+	time.AfterFunc(wait, func() {
+		b.mu.Lock()
+		moot := b.joins != joins
+		b.mu.Unlock()
+		if !moot {
+			cl.ForceRebalance()
+		}
+	})
 }
 
 // ProtocolName implements kgo.GroupBalancer.

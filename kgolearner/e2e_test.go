@@ -95,12 +95,22 @@ type group struct {
 	failures []string
 	leader   string // member whose balancer computed the last round
 	rounds   rounds
+	history  []kgolearner.Round // every round computed, the n-th at n-1
+	// releases holds every StopActive, with the leader rounds computed
+	// before it: a release at the join of round n is numbered n-1.
+	releases []release
 	// failedReleases counts tasks a member stopped and started again
 	// before the next round: their release (StopActive or the commit)
 	// failed.
 	failedReleases int
 	// processed maps each partition to every processing of each offset.
 	processed map[string]map[int64][]processing
+}
+
+// release is one StopActive: member stopped task after round rounds.
+type release struct {
+	member, task string
+	round        int
 }
 
 // processing is one record processed by one instance of a task.
@@ -317,6 +327,7 @@ func (m *member) stopActive(task string) error {
 	m.g.mu.Lock()
 	defer m.g.mu.Unlock()
 	m.stoppedIn[task] = m.g.rounds.n
+	m.g.releases = append(m.g.releases, release{m.name, task, m.g.rounds.n})
 	m.endLocked(task, false)
 	return nil
 }
@@ -413,6 +424,7 @@ func (m *member) rebalanced(r kgolearner.Round) {
 	g.mu.Lock()
 	g.leader = m.name
 	n, summary := g.rounds.add(r)
+	g.history = append(g.history, r)
 	for _, v := range vs {
 		g.fail("round %d computed by %s: %v", n, m.name, v)
 	}
@@ -426,7 +438,7 @@ func (m *member) rebalanced(r kgolearner.Round) {
 		a.MemberID = shortID(a.MemberID)
 		sb.WriteString("\n  sent  " + learner.FormatAssignment(a))
 	}
-	g.t.Logf("round %d, leader %s, deferred %v: %s%s", n, m.name, r.Deferred, summary, sb.String())
+	g.t.Logf("round %d, leader %s, deferred %v, follow-up %v: %s%s", n, m.name, r.Deferred, r.FollowUp, summary, sb.String())
 }
 
 // shortID turns a coordinator's member ID ("S1-<uuid>") into the client ID.

@@ -114,6 +114,9 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if round.FollowUp = b.followUpComing(c, memberOf, round.Members, h); round.FollowUp {
+		b.keepUnreadyLearned(&h, memberOf, round.Members)
+	}
 	round.Assignments = h.sent
 
 	plan := make(syncPlan, 0, len(h.sent))
@@ -157,6 +160,9 @@ type claims struct {
 	// whole[wholeAt[m]:wholeAt[m+1]] are the tasks all of whose partitions
 	// member m owns, ascending.
 	wholeAt, whole []int32
+	// strays is set when a member owns a partition of no task (a topic or
+	// partition the topology lacks): no assignment gives it back.
+	strays bool
 }
 
 // taskClaims is one task's claims. Reading the claims touches each task
@@ -230,6 +236,7 @@ func (cb *claimsBuilder) add(m int, meta *consumerMetadata) {
 		pos := cb.lastPos[k]
 		if pos < 0 || t.topics[pos] != string(topic) {
 			if pos, ok = t.byTopic[string(topic)]; !ok {
+				c.strays = c.strays || len(partitions) > 0
 				continue
 			}
 			cb.lastPos[k] = pos
@@ -239,6 +246,7 @@ func (cb *claimsBuilder) add(m int, meta *consumerMetadata) {
 		for at := 0; at < len(partitions); at += 4 {
 			p := int32(binary.BigEndian.Uint32(partitions[at:]))
 			if p < 0 || p >= np {
+				c.strays = true
 				continue
 			}
 			task := first + int(p)

@@ -33,6 +33,7 @@ import (
 // It calls no hook: kgo holds its commit lock here.
 func (b *Balancer) JoinGroupMetadata(topics []string, owned map[string][]int32, generation int32) []byte {
 	b.mu.Lock()
+	b.joins++
 	m := b.w.Join() // idempotent when the session end already called it
 	clear(b.reportedReady)
 	for _, t := range m.Ready {
@@ -139,6 +140,7 @@ func (b *Balancer) PartitionsRevoked(ctx context.Context, cl *kgo.Client, revoke
 // stay owned.
 func (b *Balancer) releaseLearned(ctx context.Context, cl *kgo.Client) {
 	b.mu.Lock()
+	b.joins++
 	m := b.w.Join() // learned tasks move to Revoked
 	var release []string
 	for _, t := range m.Revoked {

@@ -126,7 +126,7 @@ const (
 //	leave-deadline 10m           # learner strategies' time-bounded leave (default 0: none)
 //	standbys 1                   # standby replicas of each stateful task (default 0)
 //	replay-lag 1s                # how far a caught-up replica trails the active (default 0)
-//	handover follow-up           # learner strategies: follow-up, one-round, withhold or follow-up-ready (default follow-up)
+//	handover follow-up-ready     # learner strategies: follow-up-ready, follow-up, one-round or withhold (default follow-up-ready)
 //	restore-rate 50              # default rate of members that name none (default 50)
 //	tasks T1-T80 size 100-8000 seed 1   # stateful, sizes drawn uniformly with the seed
 //	tasks T81 T82 size 500       # stateful, one size
@@ -613,7 +613,7 @@ max-warmups 2            # warm-up strategy: Kafka's default
 leave-deadline 10m       # learner strategies: time-bounded scale-down
 standbys 1               # standby replicas of each stateful task, every strategy
 replay-lag 1s            # a caught-up replica trails its active by this much
-handover %s         # learner strategies: what kgolearner does
+handover %-16s# learner strategies: what kgolearner does
 restore-rate %g          # MB/s of every member
 `, p.Members, p.Tasks, p.Stateless, DefaultHandover, p.Rate)
 	// Stateless tasks are spread evenly through the topology.

@@ -534,13 +534,17 @@ func TestSuite(t *testing.T) {
 }
 
 // TestDefaultScenarioClaims pins what docs/simulator.md reads from the
-// default run: learner (stable) has less downtime than stop-the-world and
-// cooperative, fewer rebalances than warm-up+probing, and no cold hand-over
-// in planned scaling; its downtime stays above the targets (10% of
-// stop-the-world's, 15% of cooperative's), as the document reports, and
-// meets them with -handover follow-up-ready.
+// default run: learner (stable), with kgolearner's follow-up-ready
+// hand-over, has less downtime than stop-the-world and cooperative, meets
+// the targets (at most 10% of stop-the-world's, 15% of
+// cooperative's), makes fewer rebalances than warm-up+probing and no cold
+// hand-over in planned scaling. kgo's follow-ups pause no learned task, so
+// its join pauses are the one-round structure's, with as many rebalances as
+// the binding's former follow-up hand-over, which missed both targets.
 func TestDefaultScenarioClaims(t *testing.T) {
-	rs, err := RunAll(defaultScenario(t, Defaults))
+	sc := defaultScenario(t, Defaults)
+	require.Equal(t, HandoverFollowUpReady, sc.Handover, "the default scenario's hand-over")
+	rs, err := RunAll(sc)
 	require.NoError(t, err)
 	m := map[Strategy]Metrics{}
 	for _, r := range rs {
@@ -552,19 +556,15 @@ func TestDefaultScenarioClaims(t *testing.T) {
 	}
 	assert.Less(t, l.Rebalances, m[WarmUp].Rebalances, "rebalances of %v against %v", LearnerStable, WarmUp)
 	assert.Zero(t, l.ColdPlanned, "%v: cold hand-overs in planned scaling", LearnerStable)
-	assert.Greater(t, 10*l.Downtime, m[StopTheWorld].Downtime, "the document says the 10%% target is missed")
-	assert.Greater(t, 100*l.Downtime, 15*m[Cooperative].Downtime, "the document says the 15%% target is missed")
+	assert.LessOrEqual(t, 10*l.Downtime, m[StopTheWorld].Downtime, "the 10%% target")
+	assert.LessOrEqual(t, 100*l.Downtime, 15*m[Cooperative].Downtime, "the 15%% target")
 
-	// The proposed follow-up-ready: kgo's follow-ups pause no learned
-	// task, so the join pauses are the one-round structure's, and both
-	// targets are met with as many rebalances.
-	sc := defaultScenario(t, Defaults)
-	sc.Handover = HandoverFollowUpReady
-	ready := mustRun(t, sc, LearnerStable).Metrics
 	sc.Handover = HandoverOneRound
 	oneRound := mustRun(t, sc, LearnerStable).Metrics
-	assert.Equal(t, oneRound.DowntimeBy[CauseJoin], ready.DowntimeBy[CauseJoin], "join pauses of follow-up-ready against one-round")
-	assert.Equal(t, l.Rebalances, ready.Rebalances, "rebalances of follow-up-ready against follow-up")
-	assert.LessOrEqual(t, 10*ready.Downtime, m[StopTheWorld].Downtime, "follow-up-ready: the 10%% target")
-	assert.LessOrEqual(t, 100*ready.Downtime, 15*m[Cooperative].Downtime, "follow-up-ready: the 15%% target")
+	assert.Equal(t, oneRound.DowntimeBy[CauseJoin], l.DowntimeBy[CauseJoin], "join pauses of follow-up-ready against one-round")
+	sc.Handover = HandoverFollowUp
+	followUp := mustRun(t, sc, LearnerStable).Metrics
+	assert.Equal(t, followUp.Rebalances, l.Rebalances, "rebalances of follow-up-ready against follow-up")
+	assert.Greater(t, 10*followUp.Downtime, m[StopTheWorld].Downtime, "follow-up: the document says the 10%% target is missed")
+	assert.Greater(t, 100*followUp.Downtime, 15*m[Cooperative].Downtime, "follow-up: the document says the 15%% target is missed")
 }

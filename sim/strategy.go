@@ -67,29 +67,31 @@ const (
 	// learned task at its join and the leader gives it to the ready learner
 	// in the same rebalance.
 	HandoverOneRound Handover = iota
-	// HandoverFollowUp is kgolearner's one-round hand-over: a ready
-	// learner's task moves in the rebalance its owner released it in, and
-	// kgo follows a rebalance in which a member lost partitions with one
-	// more, in which nothing moves (owners release their learned tasks at
-	// its join too). A stateless task that moves stays with its owner one
-	// more generation, tagged learned, and moves at the next rebalance.
+	// HandoverFollowUp is kgolearner's one-round hand-over before it kept
+	// unready learned tasks through kgo's follow-up: a ready learner's
+	// task moves in the rebalance its owner released it in, and kgo
+	// follows a rebalance in which a member lost partitions with one more,
+	// in which nothing moves (owners release their learned tasks at its
+	// join too). A stateless task that moves stays with its owner one more
+	// generation, tagged learned, and moves at the next rebalance.
 	HandoverFollowUp
 	// HandoverWithhold withholds a task that moves for one generation: the
 	// old owner revokes it, the new owner keeps learning it, and the
 	// follow-up rebalance gives it to the new owner.
 	HandoverWithhold
-	// HandoverFollowUpReady is HandoverFollowUp, except that when a round
-	// makes a member lose a task, so that kgo's follow-up comes next, the
-	// leader tags learned only the stateful tasks whose learner reported
-	// them caught up: the others' owners keep running them through the
-	// follow-up, in which their learners cannot be promoted anyway. It is a
-	// proposal for kgolearner's leader, which does not do it yet.
+	// HandoverFollowUpReady is what kgolearner does: HandoverFollowUp,
+	// except that when a round makes a member lose a task, so that kgo's
+	// follow-up comes next, the leader tags learned only the stateful
+	// tasks whose learner reported them ready: the others' owners keep
+	// running them through the follow-up, in which their learners cannot
+	// be promoted anyway.
 	HandoverFollowUpReady
 )
 
-// DefaultHandover is what kgolearner on main does (4846b37: one-round
-// hand-over, kgo's follow-up rebalance).
-const DefaultHandover = HandoverFollowUp
+// DefaultHandover is what kgolearner does: one-round hand-over, and kgo's
+// follow-up rebalance, through which owners keep the learned tasks whose
+// learner is not ready (kgolearner/followup.go).
+const DefaultHandover = HandoverFollowUpReady
 
 var handoverNames = [...]string{HandoverOneRound: "one-round", HandoverFollowUp: "follow-up", HandoverWithhold: "withhold",
 	HandoverFollowUpReady: "follow-up-ready"}
@@ -212,23 +214,25 @@ func (s *learnerStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assi
 	case HandoverFollowUp, HandoverFollowUpReady:
 		holdMoved(as, joins, s.e.index)
 		if s.e.sc.Handover == HandoverFollowUpReady && lostTask(joins, as) {
-			tagCaughtUpOnly(as, joins, s.e.index, s.e.tasks)
+			tagReadyOnly(as, joins, s.e.index, s.e.tasks, s.assignor.Options().AcceptableLag)
 		}
 	}
 	return as, nil, nil
 }
 
-// tagCaughtUpOnly drops the learned tag of every stateful task whose learner
-// did not report it caught up (ready, or a lag of 0) at this join: its owner
-// keeps running it through the next rebalance instead of releasing it.
-func tagCaughtUpOnly(as []learner.Assignment, joins []learner.MemberMetadata, index map[string]int, tasks []learner.Task) {
+// tagReadyOnly drops the learned tag of every stateful task whose learner
+// did not report it ready at this join, by the rule Assign promotes by
+// (listed in Ready or, with a positive acceptable lag, a lag within it), as
+// kgolearner's leader does (learnerReady): its owner keeps running it
+// through the next rebalance instead of releasing it.
+func tagReadyOnly(as []learner.Assignment, joins []learner.MemberMetadata, index map[string]int, tasks []learner.Task, acceptableLag int64) {
 	caught := map[[2]string]bool{} // member ID, task ID
 	for _, j := range joins {
 		for _, id := range j.Ready {
 			caught[[2]string{j.ID, id}] = true
 		}
 		for _, l := range j.Lag {
-			if l.Lag == 0 {
+			if acceptableLag > 0 && l.Lag <= acceptableLag {
 				caught[[2]string{j.ID, l.Task}] = true
 			}
 		}

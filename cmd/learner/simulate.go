@@ -58,7 +58,7 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		deadline  = fs.Duration("leave-deadline", 0, "override the learner strategies' leave deadline (0: none)")
 		standbys  = fs.Int("standbys", 0, fmt.Sprintf("override the standby replicas of each stateful task, every strategy (0 to %d; 0: the figures without standbys)", sim.MaxStandbys))
 		replayLag = fs.Duration("replay-lag", 0, "override how far a caught-up replica trails its active")
-		handover  = fs.String("handover", "", "override the learner strategies' hand-over: "+handoverChoices())
+		handover  = fs.String("handover", "", "override the learner strategies' hand-over: "+handoverChoices()+" (default: "+sim.DefaultHandover.String()+", what kgolearner does)")
 		sizeRange = fs.String("size", fmt.Sprintf("%g-%g", sim.Defaults.MinSize, sim.Defaults.MaxSize), "default scenario: state size range of stateful tasks, `MIN-MAX` MB")
 	)
 	fs.IntVar(&p.Members, "members", p.Members, "default scenario: peak group size (it starts with two thirds)")

@@ -1,0 +1,96 @@
+package kgolearner
+
+import (
+	"slices"
+
+	"github.com/learnerassignor/learner"
+)
+
+// This file is the leader's part in kgo's follow-up rebalance. A
+// cooperative kgo member that syncs an assignment lacking a partition of
+// its last one revokes it and rejoins at once (diffAssigned, then revoke's
+// "rejoin after revoking what we lost from a rebalance", in
+// pkg/kgo/consumer_group.go of franz-go v1.22.3), so such a generation is
+// followed by another rebalance, in which no learner that was not ready can
+// be promoted. Owners release their learned tasks at every join, so
+// without this a learned task whose learner was not ready would stop and
+// resume at the follow-up's join for nothing.
+
+// followUpComing reports whether kgo will follow the generation h starts
+// with another rebalance: whether a member loses a partition of its last
+// assignment. What a member last synced is what it reported at this join:
+// its owned partitions (any generation's: a zombie's stale claims are in
+// kgo's last assignment too) plus the partitions of the tasks it released
+// (Revoked), which its join left out. A member whose user data does not
+// decode may have released tasks the leader cannot see; for it the
+// prediction may miss a follow-up, which costs what it did before: its
+// learned tasks pause at the follow-up's join.
+func (b *Balancer) followUpComing(c *claims, memberOf []int32, members []learner.MemberMetadata, h handOff) bool {
+	if c.strays {
+		return true
+	}
+	// holder is, per task, the member that runs it in this generation,
+	// plus one (0: nobody).
+	holder := make([]int32, len(b.topo.tasks))
+	for i, active := range h.active {
+		for _, t := range active {
+			holder[t] = memberOf[i] + 1
+		}
+	}
+	for t := range b.topo.tasks {
+		for _, m := range c.claimers(t) {
+			if holder[t] != m+1 {
+				return true
+			}
+		}
+	}
+	for m, mm := range members {
+		for _, id := range mm.Revoked {
+			if t := b.assignor.TaskIndex(id); t < 0 || holder[t] != int32(m)+1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keepUnreadyLearned drops the learned tag of every stateful task whose
+// learner did not report it ready at this join: its owner keeps running it
+// through kgo's follow-up, where the learner could not take it anyway, and
+// the follow-up's assignment tags it again. Tags of stateless tasks and of
+// ready learners' tasks (deferred moves, due at the follow-up) stay.
+// Assign's lists are shared with Round.Planned: a list that loses a tag is
+// a new slice.
+func (b *Balancer) keepUnreadyLearned(h *handOff, memberOf []int32, members []learner.MemberMetadata) {
+	learnerOf := make([]int32, len(b.topo.tasks)) // task -> its learner's member, plus one
+	for i, as := range h.sent {
+		for _, id := range as.Learning {
+			if t := b.assignor.TaskIndex(id); t >= 0 {
+				learnerOf[t] = memberOf[i] + 1
+			}
+		}
+	}
+	unready := func(id string) bool {
+		t := b.assignor.TaskIndex(id)
+		if t < 0 || !b.topo.tasks[t].Stateful {
+			return false
+		}
+		return learnerOf[t] == 0 || !b.learnerReady(members[learnerOf[t]-1], id)
+	}
+	for i := range h.sent {
+		if as := &h.sent[i]; slices.ContainsFunc(as.Learned, unready) {
+			as.Learned = slices.DeleteFunc(slices.Clone(as.Learned), unready)
+		}
+	}
+}
+
+// learnerReady reports whether m reported its learner of task ready by the
+// rule Assign promotes by: listed in Ready or, with Options.AcceptableLag,
+// a reported lag within it.
+func (b *Balancer) learnerReady(m learner.MemberMetadata, task string) bool {
+	if slices.Contains(m.Ready, task) {
+		return true
+	}
+	limit := b.assignor.Options().AcceptableLag
+	return limit > 0 && slices.ContainsFunc(m.Lag, func(l learner.TaskLag) bool { return l.Task == task && l.Lag <= limit })
+}
