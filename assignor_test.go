@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,6 +105,37 @@ func TestAssignEmptyTopology(t *testing.T) {
 	out, err := a.Assign([]MemberMetadata{{ID: "S1", Assigned: []string{"gone"}}, {ID: "S2"}})
 	require.NoError(t, err)
 	assert.Equal(t, "S1(assigned: [], revoked: [gone], learning: [])\nS2(assigned: [], revoked: [], learning: [])\n", FormatAssignments(out))
+}
+
+// TestLearnerReadyIsAssignsRule: Options.LearnerReady, which bindings use
+// to act on readiness outside Assign, must say "ready" exactly when Assign
+// promotes the learner.
+func TestLearnerReadyIsAssignsRule(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		opts  Options
+		ready []string
+		lag   []TaskLag
+	}{
+		{name: "no report"},
+		{name: "ready flag", ready: []string{"T1"}},
+		{name: "lag without acceptable lag", lag: []TaskLag{{Task: "T1", Lag: 0}}},
+		{name: "lag within", opts: Options{AcceptableLag: 10}, lag: []TaskLag{{Task: "T1", Lag: 10}}},
+		{name: "lag beyond", opts: Options{AcceptableLag: 10}, lag: []TaskLag{{Task: "T1", Lag: 11}}},
+		{name: "no lag reported", opts: Options{AcceptableLag: 10}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := New(tasksT(2), c.opts)
+			require.NoError(t, err)
+			// S1 released T1 at join for S2, its learner; T2 keeps the group balanced.
+			learner := MemberMetadata{ID: "S2", Assigned: []string{"T2"}, Learning: []string{"T1"}, Ready: c.ready, Lag: c.lag}
+			out, err := a.Assign([]MemberMetadata{{ID: "S1", Revoked: []string{"T1"}}, learner})
+			require.NoError(t, err)
+			promoted := slices.Contains(out[1].Assigned, "T1")
+			assert.Equal(t, promoted, c.opts.LearnerReady(learner, "T1"),
+				"LearnerReady(%s) disagrees with Assign, which gave S2 %v", FormatMember(learner), out[1].Assigned)
+		})
+	}
 }
 
 func TestAssignOrdersMembersNaturally(t *testing.T) {

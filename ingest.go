@@ -236,6 +236,7 @@ func (rd *reader) read(r int32) error {
 	rd.warmBy.start[r+1] = int32(len(rd.warm))
 	for _, t := range rd.learning {
 		lag := lagOf(lags, t)
+		// Options.LearnerReady's rule, on the dense form already built.
 		ready := rd.listed(t, "")&kindReady != 0 || (rd.opts.AcceptableLag > 0 && lag.within(rd.opts.AcceptableLag))
 		rd.offerLearner(t, r, learnerKey{records: lag.records, lagReported: lag.reported, staying: !rd.m.Leaving, ready: ready})
 	}

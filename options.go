@@ -1,6 +1,9 @@
 package learner
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Options configure an Assignor. The zero value is the design document's
 // plain algorithm: no standbys, no learner budget, no lag-based readiness.
@@ -19,6 +22,18 @@ type Options struct {
 	// reports no lag is never ready by lag. Zero disables lag-based
 	// readiness; members can always report Ready themselves.
 	AcceptableLag int64
+}
+
+// LearnerReady reports whether m reports its learner of task ready by the
+// rule Assign promotes by: task is listed in m.Ready or, with a positive
+// AcceptableLag, m reports a lag for it of at most AcceptableLag. Bindings
+// that act on readiness outside Assign (such as deciding which learned
+// tasks an owner keeps) use it to agree with Assign.
+func (o Options) LearnerReady(m MemberMetadata, task string) bool {
+	if slices.Contains(m.Ready, task) {
+		return true
+	}
+	return o.AcceptableLag > 0 && slices.ContainsFunc(m.Lag, func(l TaskLag) bool { return l.Task == task && l.Lag <= o.AcceptableLag })
 }
 
 // MaxStandbyReplicas bounds Options.Standbys times the number of stateful

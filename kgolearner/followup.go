@@ -75,22 +75,11 @@ func (b *Balancer) keepUnreadyLearned(h *handOff, memberOf []int32, members []le
 		if t < 0 || !b.topo.tasks[t].Stateful {
 			return false
 		}
-		return learnerOf[t] == 0 || !b.learnerReady(members[learnerOf[t]-1], id)
+		return learnerOf[t] == 0 || !b.assignor.Options().LearnerReady(members[learnerOf[t]-1], id)
 	}
 	for i := range h.sent {
 		if as := &h.sent[i]; slices.ContainsFunc(as.Learned, unready) {
 			as.Learned = slices.DeleteFunc(slices.Clone(as.Learned), unready)
 		}
 	}
-}
-
-// learnerReady reports whether m reported its learner of task ready by the
-// rule Assign promotes by: listed in Ready or, with Options.AcceptableLag,
-// a reported lag within it.
-func (b *Balancer) learnerReady(m learner.MemberMetadata, task string) bool {
-	if slices.Contains(m.Ready, task) {
-		return true
-	}
-	limit := b.assignor.Options().AcceptableLag
-	return limit > 0 && slices.ContainsFunc(m.Lag, func(l learner.TaskLag) bool { return l.Task == task && l.Lag <= limit })
 }

@@ -214,7 +214,7 @@ func (s *learnerStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assi
 	case HandoverFollowUp, HandoverFollowUpReady:
 		holdMoved(as, joins, s.e.index)
 		if s.e.sc.Handover == HandoverFollowUpReady && lostTask(joins, as) {
-			tagReadyOnly(as, joins, s.e.index, s.e.tasks, s.assignor.Options().AcceptableLag)
+			tagReadyOnly(as, joins, s.e.index, s.e.tasks, s.assignor.Options())
 		}
 	}
 	return as, nil, nil
@@ -222,30 +222,23 @@ func (s *learnerStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assi
 
 // tagReadyOnly drops the learned tag of every stateful task whose learner
 // did not report it ready at this join, by the rule Assign promotes by
-// (listed in Ready or, with a positive acceptable lag, a lag within it), as
-// kgolearner's leader does (learnerReady): its owner keeps running it
-// through the next rebalance instead of releasing it.
-func tagReadyOnly(as []learner.Assignment, joins []learner.MemberMetadata, index map[string]int, tasks []learner.Task, acceptableLag int64) {
-	caught := map[[2]string]bool{} // member ID, task ID
-	for _, j := range joins {
-		for _, id := range j.Ready {
-			caught[[2]string{j.ID, id}] = true
-		}
-		for _, l := range j.Lag {
-			if acceptableLag > 0 && l.Lag <= acceptableLag {
-				caught[[2]string{j.ID, l.Task}] = true
-			}
-		}
+// (Options.LearnerReady), as kgolearner's leader does: its owner keeps
+// running it through the next rebalance instead of releasing it.
+func tagReadyOnly(as []learner.Assignment, joins []learner.MemberMetadata, index map[string]int, tasks []learner.Task, opts learner.Options) {
+	joinOf := make(map[string]int, len(joins)) // member ID -> its join
+	for i, j := range joins {
+		joinOf[j.ID] = i
 	}
-	learnerOf := map[string]string{}
+	learnerOf := map[string]int{} // task ID -> its learner's join
 	for _, a := range as {
 		for _, id := range a.Learning {
-			learnerOf[id] = a.MemberID
+			learnerOf[id] = joinOf[a.MemberID]
 		}
 	}
 	for i := range as {
 		as[i].Learned = slices.DeleteFunc(as[i].Learned, func(id string) bool {
-			return tasks[index[id]].Stateful && !caught[[2]string{learnerOf[id], id}]
+			j, learning := learnerOf[id]
+			return tasks[index[id]].Stateful && !(learning && opts.LearnerReady(joins[j], id))
 		})
 	}
 }
