@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/kgolearner/state"
+	"github.com/learnerassignor/learner/kgolearner/state/boltstore"
 	"github.com/learnerassignor/learner/kgolearner/state/countapp"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -58,6 +60,11 @@ type Config struct {
 	// Grace is the longest stall not counted as downtime: the normal gap
 	// between a record's arrival and its processing on a loaded machine.
 	Grace time.Duration
+	// Disk, when not empty, keeps every member's stores in bbolt files
+	// (package boltstore) under a fresh directory in Disk, removed after
+	// the run, as a deployment would; empty keeps them in memory. Either
+	// way a crashed member finds its stores again when it comes back.
+	Disk string
 	// Log, if set, receives a line per script step.
 	Log func(format string, args ...any)
 }
@@ -147,8 +154,14 @@ func Run(ctx context.Context, cfg Config, s Strategy) (Result, error) {
 	}
 	defer cluster.Close()
 	h := &harness{cfg: cfg, s: s, cluster: cluster, logf: logf, opts: []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)},
-		members: map[string]*member{}, restoring: map[string]time.Time{}, disks: map[string]*state.MemoryStores{},
+		members: map[string]*member{}, restoring: map[string]time.Time{}, disks: map[string]state.Stores{},
 		produced: map[int32]int64{}, processed: map[int32]int64{}, lastProgress: map[int32]time.Time{}, moved: map[int32]bool{}}
+	if cfg.Disk != "" {
+		if h.diskDir, err = os.MkdirTemp(cfg.Disk, "e2e-"); err != nil {
+			return Result{}, err
+		}
+		defer os.RemoveAll(h.diskDir) // deferred first, so it runs after stopAll closed the stores
+	}
 	defer h.stopAll()
 	if err := h.seed(ctx); err != nil {
 		return Result{}, err
@@ -255,9 +268,10 @@ type harness struct {
 	mu           sync.Mutex
 	crashed      []string // member IDs of crashed members
 	members      map[string]*member
-	disks        map[string]*state.MemoryStores // a member's local disk, kept across a crash
-	produced     map[int32]int64                // partition -> acknowledged end offset
-	processed    map[int32]int64                // partition -> next offset processed by anyone
+	disks        map[string]state.Stores // a member's local disk, kept across a crash
+	diskDir      string                  // under Config.Disk, for this run; "" in memory
+	produced     map[int32]int64         // partition -> acknowledged end offset
+	processed    map[int32]int64         // partition -> next offset processed by anyone
 	lastProgress map[int32]time.Time
 	moved        map[int32]bool // started on a member since its last progress
 	lastRound    time.Time
@@ -325,6 +339,9 @@ func (h *harness) start(ctx context.Context, name string) error {
 	disk := h.disks[name]
 	if disk == nil {
 		disk = &state.MemoryStores{}
+		if h.diskDir != "" {
+			disk = boltstore.Stores{Dir: filepath.Join(h.diskDir, name)}
+		}
 		h.disks[name] = disk
 	}
 	h.mu.Unlock()

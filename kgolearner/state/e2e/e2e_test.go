@@ -24,19 +24,27 @@ func TestScript(t *testing.T) {
 		t.Skip("the e2e script is skipped with -short")
 	}
 	for _, s := range e2e.Strategies {
-		t.Run(s.Name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			res, err := e2e.Run(ctx, cfg, s)
-			require.NoError(t, err)
-			e2e.Table(os.Stdout, []e2e.Result{res})
-			require.True(t, res.Exact, "final counts differ from a sequential count: %v", res.Diff)
-			if !s.Cooperative {
-				// Planned moves go to learners that caught up.
-				for _, p := range res.Phases[:2] {
-					require.Zero(t, p.ColdRestores, "%s: cold restores in %s", s.Name, p.Name)
-				}
-			}
-		})
+		t.Run(s.Name, func(t *testing.T) { playScript(t, cfg, s) })
+	}
+	// The same script with the stores in bbolt files, as deployed: a
+	// crashed member must find its stores on disk again.
+	t.Run(e2e.Strategies[0].Name+", bbolt", func(t *testing.T) {
+		cfg.Disk = t.TempDir()
+		playScript(t, cfg, e2e.Strategies[0])
+	})
+}
+
+func playScript(t *testing.T, cfg e2e.Config, s e2e.Strategy) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := e2e.Run(ctx, cfg, s)
+	require.NoError(t, err)
+	e2e.Table(os.Stdout, []e2e.Result{res})
+	require.True(t, res.Exact, "final counts differ from a sequential count: %v", res.Diff)
+	if !s.Cooperative {
+		// Planned moves go to learners that caught up.
+		for _, p := range res.Phases[:2] {
+			require.Zero(t, p.ColdRestores, "%s: cold restores in %s", s.Name, p.Name)
+		}
 	}
 }

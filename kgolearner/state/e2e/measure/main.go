@@ -3,6 +3,7 @@
 //
 //	go run ./e2e/measure            # the issue's size: 4 members, 48 tasks
 //	go run ./e2e/measure -small     # the size the tests run
+//	go run ./e2e/measure -disk /tmp # stores in bbolt files, as deployed
 package main
 
 import (
@@ -21,6 +22,7 @@ func main() {
 	small := flag.Bool("small", false, "run the small configuration of the tests")
 	keys := flag.Int("keys", 0, "ballast keys per task (0: the configuration's)")
 	only := flag.String("strategy", "", "run only the strategy of this name")
+	disk := flag.String("disk", "", "keep the stores in bbolt files in a fresh directory under `DIR` (default: in memory)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -37,6 +39,7 @@ func main() {
 	if *small {
 		cfg = e2e.Small
 	}
+	cfg.Disk = *disk
 	if *keys > 0 {
 		cfg.KeysPerTask = *keys
 	}
@@ -44,8 +47,12 @@ func main() {
 	cfg.Log = func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%6.1fs "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
 	}
-	fmt.Printf("members %d, tasks %d, state %d keys x %d B a task, %d records/s, session %v, leave deadline %v, stalls under %v not counted\n\n",
-		cfg.Members, cfg.Tasks, cfg.KeysPerTask, cfg.ValueBytes, cfg.Rate, cfg.Session, cfg.Deadline, cfg.Grace)
+	stores := "in memory"
+	if cfg.Disk != "" {
+		stores = "in bbolt files"
+	}
+	fmt.Printf("members %d, tasks %d, state %d keys x %d B a task (%s), %d records/s, session %v, leave deadline %v, stalls under %v not counted\n\n",
+		cfg.Members, cfg.Tasks, cfg.KeysPerTask, cfg.ValueBytes, stores, cfg.Rate, cfg.Session, cfg.Deadline, cfg.Grace)
 	var results []e2e.Result
 	for _, s := range e2e.Strategies {
 		if *only != "" && s.Name != *only {
