@@ -1,9 +1,9 @@
 // Command measure runs the end-to-end measurement of package e2e with every
 // strategy and prints the table (see the README of kgolearner/state):
 //
-//	go run ./e2e/measure            # the issue's size: 4 members, 48 tasks
+//	go run ./e2e/measure            # the issue's size: 4 members, 48 tasks, bbolt stores
 //	go run ./e2e/measure -small     # the size the tests run
-//	go run ./e2e/measure -disk /tmp # stores in bbolt files, as deployed
+//	go run ./e2e/measure -disk=     # stores in memory, not in bbolt files
 package main
 
 import (
@@ -22,7 +22,7 @@ func main() {
 	small := flag.Bool("small", false, "run the small configuration of the tests")
 	keys := flag.Int("keys", 0, "ballast keys per task (0: the configuration's)")
 	only := flag.String("strategy", "", "run only the strategy of this name")
-	disk := flag.String("disk", "", "keep the stores in bbolt files in a fresh directory under `DIR` (default: in memory)")
+	disk := flag.String("disk", os.TempDir(), "keep the stores in bbolt files in a fresh directory under `DIR`; empty: in memory")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
