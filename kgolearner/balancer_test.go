@@ -77,7 +77,13 @@ func TestNewBoundsPartitions(t *testing.T) {
 	}}
 	_, err := New(cfg)
 	require.ErrorIs(t, err, learner.ErrInvalidTopology, "New(two subtopologies of MaxInt32 partitions)")
-	assert.Contains(t, err.Error(), "more than 1073741824 tasks")
+	assert.Contains(t, err.Error(), "more than 1073741824")
+
+	// Within the task limit, but two topics make twice as many partitions.
+	cfg = Config{Subtopologies: []Subtopology{{Topics: []string{"a", "b"}, Partitions: learner.MaxTasks}}}
+	_, err = New(cfg)
+	require.ErrorIs(t, err, learner.ErrInvalidTopology, "New(2 topics of MaxTasks partitions)")
+	assert.Contains(t, err.Error(), "input partitions to 2147483648")
 }
 
 func TestLearnerID(t *testing.T) {

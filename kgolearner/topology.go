@@ -63,7 +63,7 @@ type topology struct {
 
 func newTopology(subs []Subtopology) (*topology, error) {
 	t := &topology{subs: subs, byTopic: map[string]int{}}
-	tasks := 0
+	tasks, parts := 0, 0
 	for i, s := range subs {
 		if len(s.Topics) == 0 {
 			return nil, fmt.Errorf("kgolearner: subtopology %d has no topics", i)
@@ -71,11 +71,14 @@ func newTopology(subs []Subtopology) (*topology, error) {
 		if s.Partitions <= 0 {
 			return nil, fmt.Errorf("kgolearner: subtopology %d: %d partitions, want at least 1", i, s.Partitions)
 		}
-		// Each partition is a task: bound the total before building any, so
+		// Each partition number is a task, and the leader keeps a slot per
+		// input partition: bound both totals before building anything, so
 		// that a mistyped count is an error, not an exhausted memory.
-		if tasks += int(s.Partitions); tasks > learner.MaxTasks {
-			return nil, fmt.Errorf("kgolearner: subtopology %d brings the partitions to %d, more than %d tasks: %w",
-				i, tasks, learner.MaxTasks, learner.ErrInvalidTopology)
+		tasks += int(s.Partitions)
+		parts += len(s.Topics) * int(s.Partitions) // at most 2^31 x the topics: no overflow
+		if tasks > learner.MaxTasks || parts > learner.MaxTasks {
+			return nil, fmt.Errorf("kgolearner: subtopology %d brings the tasks to %d and the input partitions to %d, more than %d: %w",
+				i, tasks, parts, learner.MaxTasks, learner.ErrInvalidTopology)
 		}
 	}
 	for i, s := range subs {
