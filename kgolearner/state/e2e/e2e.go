@@ -74,10 +74,11 @@ var Small = Config{Members: 4, Tasks: 12, KeysPerTask: 2000, ValueBytes: 100, Ra
 	Settle: time.Second, Deadline: 20 * time.Second, Session: 3 * time.Second, Grace: 250 * time.Millisecond}
 
 // Full is the measurement: 4 members, 48 stateful tasks, a cold
-// restore of several seconds: 200,000 records a task, which restore at
-// 40,000-70,000 records/s a task on a quiet 2-core machine (a quarter of
-// that when loaded). In memory it takes about 15 GB; the measure command
-// keeps the stores in bbolt files (Disk), about 5 GB.
+// restore of several seconds: 200,000 records a task, which cold restores
+// replayed at 35,000-90,000 records/s a task on a quiet 2-core machine and
+// 11,000-18,000 on a loaded one. The measure command keeps the stores in
+// bbolt files (Disk): the run peaks at 5 GB, where stores in memory took
+// 21 GB at 250,000 records a task.
 var Full = Config{Members: 4, Tasks: 48, KeysPerTask: 200_000, ValueBytes: 100, Rate: 2400, Words: 4800,
 	Settle: 2 * time.Second, Deadline: 60 * time.Second, Session: 3 * time.Second, Grace: 250 * time.Millisecond}
 
