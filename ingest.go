@@ -17,12 +17,12 @@ import (
 // works on integers.
 
 // ingest validates the members, orders them by ID and interns their reports.
-func ingest(topo *topology, opts Options, in []MemberMetadata) (*group, error) {
-	byRank, err := rankMembers(in)
+func ingest(topo *topology, opts Options, in []MemberMetadata, s *scratch) (*group, error) {
+	byRank, err := rankMembers(in, s)
 	if err != nil {
 		return nil, err
 	}
-	rd := newReader(newGroup(topo, opts, in, byRank))
+	rd := newReader(newGroup(topo, opts, in, byRank, s))
 	for r := range int32(len(in)) {
 		if err := rd.read(r); err != nil {
 			return nil, err
@@ -39,7 +39,7 @@ func ingest(topo *topology, opts Options, in []MemberMetadata) (*group, error) {
 
 // rankMembers checks the member IDs and returns the members' positions in
 // natural ID order.
-func rankMembers(in []MemberMetadata) ([]int32, error) {
+func rankMembers(in []MemberMetadata, s *scratch) ([]int32, error) {
 	if len(in) > maxMembers {
 		return nil, fmt.Errorf("learner: %d members, more than %d: %w", len(in), maxMembers, ErrInvalidMember)
 	}
@@ -48,7 +48,7 @@ func rankMembers(in []MemberMetadata) ([]int32, error) {
 			return nil, memberErr(&in[i], i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", MaxIDLen)
 		}
 	}
-	byRank := make([]int32, len(in))
+	byRank := s.int32s.make(len(in))
 	for i := range byRank {
 		byRank[i] = int32(i)
 	}
@@ -163,14 +163,14 @@ func newReader(g *group) reader {
 		learningN += len(m.Learning)
 		standbyMax, learningMax = max(standbyMax, len(m.Standby)), max(learningMax, len(m.Learning))
 	}
-	n, nt := len(g.in), len(g.tasks)
+	n, nt, s := len(g.in), len(g.tasks), g.scratch
 	if learningN > 0 { // else nobody learns, and resolveLearners skips its pass
-		g.keyAt, g.learnerKeys = make([]int32, nt), make([]learnerKey, 0, learningN)
+		g.keyAt, g.learnerKeys = s.int32s.make(nt), make([]learnerKey, 0, learningN)
 	}
-	g.held = csr{start: make([]int32, n+1), items: make([]int32, 0, heldN)}
-	g.warmBy = csr{start: make([]int32, n+1)}
-	return reader{group: g, stamp: make([]uint32, nt),
-		warm: make([]warmEntry, 0, warmN), standby: make([]int32, 0, standbyMax), learning: make([]int32, 0, learningMax)}
+	g.held = csr{start: s.int32s.make(n + 1), items: s.int32s.make(heldN)[:0]}
+	g.warmBy = csr{start: s.int32s.make(n + 1)}
+	return reader{group: g, stamp: s.uint32s.make(nt),
+		warm: s.warmEntries.make(warmN)[:0], standby: s.int32s.make(standbyMax)[:0], learning: s.int32s.make(learningMax)[:0]}
 }
 
 // listed returns the lists (kind*) the member being read has listed task t
@@ -513,8 +513,8 @@ func (rd *reader) indexWarm() {
 	if len(rd.warm) == 0 && rd.opts.Standbys == 0 {
 		return
 	}
-	g, nt := rd.group, int32(len(rd.tasks))
-	g.warmBy.items = make([]int32, len(rd.warm))
+	g, nt, s := rd.group, int32(len(rd.tasks)), rd.scratch
+	g.warmBy.items = s.int32s.make(len(rd.warm))
 	for i, w := range rd.warm {
 		g.warmBy.items[i] = w.task
 	}
@@ -522,14 +522,14 @@ func (rd *reader) indexWarm() {
 	// counts down from the end of t's range to its beginning, so no cursor
 	// array is needed, and each task's candidates stay in rank order (the
 	// order entries were appended in).
-	g.warm = csr{start: make([]int32, nt+1), items: make([]int32, len(rd.warm))}
+	g.warm = csr{start: s.int32s.make(int(nt) + 1), items: s.int32s.make(len(rd.warm))}
 	// Lags only when someone reported one: without, every entry's lag is
 	// "none reported", and the 16 bytes an entry would take are a
 	// quarter of what standbys=1 allocates.
 	if rd.lagged {
 		g.warmLag = make([]reportedLag, len(rd.warm))
 	}
-	g.warmIsSb = make([]bool, len(rd.warm))
+	g.warmIsSb = s.bools.make(len(rd.warm))
 	for _, w := range rd.warm {
 		g.warm.start[w.task]++
 	}

@@ -77,8 +77,8 @@ func newShedder(g *group, sp *spread, gives []bool) shedder {
 	if sp.on {
 		segs = size
 	}
-	s := shedder{group: g, spread: sp, movable: make([]int32, 0, size), segs: make([]segment, 0, segs),
-		segStart: make([]int32, n+1), segMid: make([]int32, n)}
+	s := shedder{group: g, spread: sp, movable: g.scratch.int32s.make(size)[:0], segs: g.scratch.segments.make(segs)[:0],
+		segStart: g.scratch.int32s.make(n + 1), segMid: g.scratch.int32s.make(n)}
 	for m := range int32(n) {
 		if gives[m] {
 			row := g.held.row(m)
