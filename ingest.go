@@ -167,10 +167,10 @@ func newReader(g *group) reader {
 	if learningN > 0 { // else nobody learns, and resolveLearners skips its pass
 		g.keyAt, g.learnerKeys = s.int32s.make(nt), make([]learnerKey, 0, learningN)
 	}
-	g.held = csr{start: s.int32s.make(n + 1), items: s.int32s.make(heldN)[:0]}
+	g.held = csr{start: s.int32s.make(n + 1), items: s.int32s.room(heldN)}
 	g.warmBy = csr{start: s.int32s.make(n + 1)}
 	return reader{group: g, stamp: s.uint32s.make(nt),
-		warm: s.warmEntries.make(warmN)[:0], standby: s.int32s.make(standbyMax)[:0], learning: s.int32s.make(learningMax)[:0]}
+		warm: s.warmEntries.room(warmN), standby: s.int32s.room(standbyMax), learning: s.int32s.room(learningMax)}
 }
 
 // listed returns the lists (kind*) the member being read has listed task t

@@ -16,8 +16,8 @@ import "sync"
 // stays reachable from the Assignor's pool between calls. sync.Pool drops
 // it after two garbage collections without a call, so a group that
 // rebalances now and then holds it only briefly; concurrent calls each
-// take their own. Every array is handed out zeroed, as make would, so a
-// call sees nothing of an earlier one.
+// take their own. Every array is handed out zeroed, as make would, or
+// empty to append to, so a call sees nothing of an earlier one.
 type scratch struct {
 	int32s      arena[int32]
 	uint32s     arena[uint32]
@@ -67,6 +67,18 @@ func (a *arena[T]) make(n int) []T {
 	s := a.buf[a.used : a.used+n : a.used+n]
 	a.used += n
 	clear(s)
+	return s
+}
+
+// room returns an empty slice with capacity n, to append to. Its elements
+// are not cleared: append writes each before anything reads it.
+func (a *arena[T]) room(n int) []T {
+	a.need += n
+	if n > len(a.buf)-a.used {
+		return make([]T, 0, n)
+	}
+	s := a.buf[a.used : a.used : a.used+n]
+	a.used += n
 	return s
 }
 

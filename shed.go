@@ -77,7 +77,7 @@ func newShedder(g *group, sp *spread, gives []bool) shedder {
 	if sp.on {
 		segs = size
 	}
-	s := shedder{group: g, spread: sp, movable: g.scratch.int32s.make(size)[:0], segs: g.scratch.segments.make(segs)[:0],
+	s := shedder{group: g, spread: sp, movable: g.scratch.int32s.room(size), segs: g.scratch.segments.room(segs),
 		segStart: g.scratch.int32s.make(n + 1), segMid: g.scratch.int32s.make(n)}
 	for m := range int32(n) {
 		if gives[m] {

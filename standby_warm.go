@@ -164,7 +164,7 @@ func (p *standbyPlan) retainCaught() {
 		return
 	}
 	nt := int32(len(p.tasks))
-	p.sbExtra = csr{start: p.scratch.int32s.make(int(nt) + 1), items: p.scratch.int32s.make(len(extra) / 2)[:0]}
+	p.sbExtra = csr{start: p.scratch.int32s.make(int(nt) + 1), items: p.scratch.int32s.room(len(extra) / 2)}
 	for i := 0; i < len(extra); i += 2 {
 		p.sbExtra.start[extra[i]+1]++
 		p.sbExtra.items = append(p.sbExtra.items, extra[i+1])
