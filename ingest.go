@@ -48,17 +48,25 @@ func rankMembers(in []MemberMetadata, s *scratch) ([]int32, error) {
 			return nil, memberErr(&in[i], i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", MaxIDLen)
 		}
 	}
-	byRank := s.int32s.make(len(in))
-	for i := range byRank {
-		byRank[i] = int32(i)
-	}
 	keys := naturalKeys(in)
-	slices.SortFunc(byRank, func(x, y int32) int {
-		if c := bytes.Compare(keys[x], keys[y]); c != 0 {
+	heads := make([]keyHead, len(in))
+	skip := commonPrefix(keys)
+	for i, k := range keys {
+		heads[i] = keyHead{head: packHead(k[skip:]), pos: int32(i)}
+	}
+	slices.SortFunc(heads, func(x, y keyHead) int {
+		if x.head != y.head {
+			return cmp.Compare(x.head, y.head)
+		}
+		if c := bytes.Compare(keys[x.pos][skip:], keys[y.pos][skip:]); c != 0 {
 			return c
 		}
-		return strings.Compare(in[x].ID, in[y].ID) // compareIDs's tie-break
+		return strings.Compare(in[x.pos].ID, in[y.pos].ID) // compareIDs's tie-break
 	})
+	byRank := s.int32s.make(len(in))
+	for r, h := range heads {
+		byRank[r] = h.pos
+	}
 	for r := 1; r < len(in); r++ {
 		if in[byRank[r]].ID == in[byRank[r-1]].ID {
 			p := int(max(byRank[r], byRank[r-1]))
@@ -66,6 +74,50 @@ func rankMembers(in []MemberMetadata, s *scratch) ([]int32, error) {
 		}
 	}
 	return byRank, nil
+}
+
+// keyHead is a member's place in the sort by natural key: the first eight
+// bytes of its key after the prefix all keys share, packed big-endian so
+// that comparing heads as numbers compares those bytes. Kafka member IDs
+// share a long prefix ("<client>-StreamThread-<n>-consumer-"), so most
+// comparisons end at the heads, as one integer comparison in an array of
+// heads, instead of a memcmp reached through two pointers; equal heads fall
+// back to the whole key.
+type keyHead struct {
+	head uint64
+	pos  int32 // position in the input
+}
+
+// commonPrefix returns the length of the prefix every key shares.
+func commonPrefix(keys [][]byte) int {
+	if len(keys) == 0 {
+		return 0
+	}
+	n := len(keys[0])
+	for _, k := range keys[1:] {
+		n = min(n, len(k))
+		for i := range n {
+			if k[i] != keys[0][i] {
+				n = i
+				break
+			}
+		}
+	}
+	return n
+}
+
+// packHead packs the first eight bytes of k big-endian, zeros past its end:
+// a head orders keys as their bytes do, except that keys equal in their
+// first eight bytes, or a key and its extension by zero bytes, tie.
+func packHead(k []byte) uint64 {
+	var h uint64
+	for i := range 8 {
+		h <<= 8
+		if i < len(k) {
+			h |= uint64(k[i])
+		}
+	}
+	return h
 }
 
 // naturalKeys returns the members' natural keys (appendNaturalKey), which

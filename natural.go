@@ -66,8 +66,12 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 func appendNaturalKey(key []byte, id string) []byte {
 	for i := 0; i < len(id); {
 		if !isDigit(id[i]) {
-			key = append(key, id[i])
-			i++
+			j := i + 1 // copied as one run: an append per byte cost more than the sort
+			for j < len(id) && !isDigit(id[j]) {
+				j++
+			}
+			key = append(key, id[i:j]...)
+			i = j
 			continue
 		}
 		j := i
