@@ -1,11 +1,9 @@
 package learner
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/learnerassignor/learner/internal/errtext"
 )
@@ -48,20 +46,16 @@ func rankMembers(in []MemberMetadata, s *scratch) ([]int32, error) {
 			return nil, memberErr(&in[i], i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", MaxIDLen)
 		}
 	}
-	keys := naturalKeys(in)
+	skip, key := sharedIDPrefix(in), make([]byte, 0, 2*MaxIDLen+1)
 	heads := make([]keyHead, len(in))
-	skip := commonPrefix(keys)
-	for i, k := range keys {
-		heads[i] = keyHead{head: packHead(k[skip:]), pos: int32(i)}
+	for i := range in {
+		heads[i] = keyHead{head: naturalHead(key, in[i].ID[skip:]), pos: int32(i)}
 	}
 	slices.SortFunc(heads, func(x, y keyHead) int {
 		if x.head != y.head {
 			return cmp.Compare(x.head, y.head)
 		}
-		if c := bytes.Compare(keys[x.pos][skip:], keys[y.pos][skip:]); c != 0 {
-			return c
-		}
-		return strings.Compare(in[x.pos].ID, in[y.pos].ID) // compareIDs's tie-break
+		return compareIDs(in[x.pos].ID, in[y.pos].ID)
 	})
 	byRank := s.int32s.make(len(in))
 	for r, h := range heads {
@@ -76,40 +70,32 @@ func rankMembers(in []MemberMetadata, s *scratch) ([]int32, error) {
 	return byRank, nil
 }
 
-// keyHead is a member's place in the sort by natural key: the first eight
-// bytes of its key after the prefix all keys share, packed big-endian so
-// that comparing heads as numbers compares those bytes. Kafka member IDs
-// share a long prefix ("<client>-StreamThread-<n>-consumer-"), so most
-// comparisons end at the heads, as one integer comparison in an array of
-// heads, instead of a memcmp reached through two pointers; equal heads fall
-// back to the whole key.
+// keyHead is a member's place in the sort by natural ID order: the first
+// eight bytes of the natural key of its ID past the prefix all IDs share
+// (naturalHead). Kafka member IDs share a long prefix
+// ("<client>-StreamThread-<n>-consumer-"), and most comparisons end at the
+// heads, as one integer comparison in an array of heads instead of a walk
+// over two IDs; equal heads fall back to compareIDs.
 type keyHead struct {
 	head uint64
 	pos  int32 // position in the input
 }
 
-// commonPrefix returns the length of the prefix every key shares.
-func commonPrefix(keys [][]byte) int {
-	if len(keys) == 0 {
-		return 0
+// naturalHead returns the first eight bytes of id's natural key
+// (appendNaturalKey), packed big-endian with zeros past the key's end, so
+// that heads order IDs as their keys' bytes do but for ties. It builds the
+// key of a prefix of id that ends where a run of digits does, whose key
+// starts the whole key's, and all of it only if that is shorter than
+// eight bytes (runs of zeros shrink). key is scratch room for a whole key.
+func naturalHead(key []byte, id string) uint64 {
+	cut := min(len(id), 16)
+	for cut < len(id) && isDigit(id[cut-1]) && isDigit(id[cut]) {
+		cut++
 	}
-	n := len(keys[0])
-	for _, k := range keys[1:] {
-		n = min(n, len(k))
-		for i := range n {
-			if k[i] != keys[0][i] {
-				n = i
-				break
-			}
-		}
+	k := appendNaturalKey(key[:0], id[:cut])
+	if len(k) < 8 && cut < len(id) {
+		k = appendNaturalKey(key[:0], id)
 	}
-	return n
-}
-
-// packHead packs the first eight bytes of k big-endian, zeros past its end:
-// a head orders keys as their bytes do, except that keys equal in their
-// first eight bytes, or a key and its extension by zero bytes, tie.
-func packHead(k []byte) uint64 {
 	var h uint64
 	for i := range 8 {
 		h <<= 8
@@ -120,20 +106,30 @@ func packHead(k []byte) uint64 {
 	return h
 }
 
-// naturalKeys returns the members' natural keys (appendNaturalKey), which
-// order them as compareIDs does but for its tie-break, in one buffer.
-func naturalKeys(in []MemberMetadata) [][]byte {
-	size := 0
-	for i := range in {
-		size += 2*len(in[i].ID) + 1 // a key's longest: a run of digits every other byte
+// sharedIDPrefix returns the length of the prefix every member ID shares,
+// backed up to the start of a run of digits so that no run straddles it:
+// the natural keys of what follows it then order the members as the keys
+// of their whole IDs do.
+func sharedIDPrefix(in []MemberMetadata) int {
+	if len(in) == 0 {
+		return 0
 	}
-	buf, keys := make([]byte, 0, size), make([][]byte, len(in))
-	for i := range in {
-		from := len(buf)
-		buf = appendNaturalKey(buf, in[i].ID)
-		keys[i] = buf[from:len(buf):len(buf)]
+	first := in[0].ID
+	n := len(first)
+	for i := range in[1:] {
+		id := in[i+1].ID
+		n = min(n, len(id))
+		for j := range n {
+			if id[j] != first[j] {
+				n = j
+				break
+			}
+		}
 	}
-	return keys
+	for n > 0 && isDigit(first[n-1]) {
+		n--
+	}
+	return n
 }
 
 // Claim classes, best first: a running active beats a revoked-at-join copy,

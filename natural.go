@@ -66,12 +66,8 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 func appendNaturalKey(key []byte, id string) []byte {
 	for i := 0; i < len(id); {
 		if !isDigit(id[i]) {
-			j := i + 1 // copied as one run: an append per byte cost more than the sort
-			for j < len(id) && !isDigit(id[j]) {
-				j++
-			}
-			key = append(key, id[i:j]...)
-			i = j
+			key = append(key, id[i])
+			i++
 			continue
 		}
 		j := i
