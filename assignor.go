@@ -3,7 +3,12 @@ package learner
 import "sync"
 
 // Assignor assigns the tasks of one topology. It is immutable once built and
-// safe for concurrent use.
+// safe for concurrent use; it must not be copied once used.
+//
+// Between calls it keeps the working memory of Assign for the next call,
+// until two garbage collections pass without a call: about 20 bytes a task
+// after a stable group, up to about 100 after one that balanced and placed
+// standbys (measured at 1,000 members and 100,000 tasks).
 type Assignor struct {
 	topology
 	opts Options
