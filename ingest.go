@@ -165,17 +165,13 @@ const maxMembers = 1<<(32-kindBits) - 1
 
 var kindNames = [...]string{kindAssigned: "assigned", kindRevoked: "revoked", kindLearning: "learning", kindStandby: "standby"}
 
-// warmEntry records that a member has local state for a task: a standby, or
-// state it reported a lag for. The lag is kept unpacked (reportedLag's
-// flag beside the other flag) so that an entry takes 24 bytes, not 32:
-// there is one per standby, a hundred thousand in a large group.
+// warmEntry is one of a member's warm entries, gathered only to sort a
+// member's entries in the rare report whose entries arrive out of order.
 type warmEntry struct {
-	records           int64
-	task, member      int32
-	reported, standby bool
+	task    int32
+	lag     reportedLag
+	standby bool
 }
-
-func (w *warmEntry) lag() reportedLag { return reportedLag{w.records, w.reported} }
 
 // reader is ingest's scratch state, sized once and reused from member to
 // member so that reading costs no allocation per member.
@@ -188,9 +184,15 @@ type reader struct {
 	// per listed task instead of two.
 	stamp []uint32
 	racks map[string]int32 // interned racks, nil until a member has one
-	warm  []warmEntry      // every member's, in rank order
-	// lagged is set once a member reports a lag.
-	lagged bool
+	// The warm entries, each recording that a member has local state for
+	// a task (a standby, or state it reported a lag for), every member's in
+	// rank order: their tasks are warmBy.items, and beside them whether
+	// each is a standby and, once a member has reported a lag, its lag
+	// (nil before). Parallel arrays, not a record per entry, because most
+	// groups report no lags: an entry then takes 5 bytes, not 24, and there
+	// is one per standby, a hundred thousand in a large group.
+	warmSb  []bool
+	warmLag []reportedLag
 
 	// The member being read.
 	m            *MemberMetadata
@@ -216,9 +218,9 @@ func newReader(g *group) reader {
 		g.keyAt, g.learnerKeys = s.int32s.make(nt), make([]learnerKey, 0, learningN)
 	}
 	g.held = csr{start: s.int32s.make(n + 1), items: s.int32s.room(heldN)}
-	g.warmBy = csr{start: s.int32s.make(n + 1)}
-	return reader{group: g, stamp: s.uint32s.make(nt),
-		warm: s.warmEntries.room(warmN), standby: s.int32s.room(standbyMax), learning: s.int32s.room(learningMax)}
+	g.warmBy = csr{start: s.int32s.make(n + 1), items: s.int32s.room(warmN)}
+	return reader{group: g, stamp: s.uint32s.make(nt), warmSb: s.bools.room(warmN),
+		standby: s.int32s.room(standbyMax), learning: s.int32s.room(learningMax)}
 }
 
 // listed returns the lists (kind*) the member being read has listed task t
@@ -269,19 +271,17 @@ func (rd *reader) read(r int32) error {
 		return err
 	}
 	for _, t := range rd.standby {
-		lag := lagOf(lags, t)
-		rd.warm = append(rd.warm, warmEntry{records: lag.records, task: t, member: r, reported: lag.reported, standby: true})
+		rd.addWarm(t, lagOf(lags, t), true)
 	}
 	// This member's warm entries, smallest lag first, then topology order.
 	// Reports usually list tasks in topology order and no lags, so the
 	// entries usually arrive sorted: checking costs one comparison per
 	// entry, sorting several. Without lags they are its standbys, in
 	// Standby's order, and checking that list is cheaper still.
-	mine := rd.warm[rd.warmBy.start[r]:]
-	if sorted := lags == nil && slices.IsSorted(rd.standby); !sorted && !slices.IsSortedFunc(mine, compareWarm) {
-		slices.SortFunc(mine, compareWarm)
+	if sorted := lags == nil && slices.IsSorted(rd.standby); !sorted {
+		rd.sortWarm(int(rd.warmBy.start[r]))
 	}
-	rd.warmBy.start[r+1] = int32(len(rd.warm))
+	rd.warmBy.start[r+1] = int32(len(rd.warmBy.items))
 	for _, t := range rd.learning {
 		lag := lagOf(lags, t)
 		// Options.LearnerReady's rule, on the dense form already built.
@@ -291,10 +291,52 @@ func (rd *reader) read(r int32) error {
 	return nil
 }
 
+// addWarm appends a warm entry of the member being read.
+func (rd *reader) addWarm(t int32, lag reportedLag, standby bool) {
+	rd.warmBy.items = append(rd.warmBy.items, t)
+	rd.warmSb = append(rd.warmSb, standby)
+	if rd.warmLag != nil {
+		rd.warmLag = append(rd.warmLag, lag)
+	}
+}
+
+// warmEntryAt gathers warm entry i.
+func (rd *reader) warmEntryAt(i int) warmEntry {
+	e := warmEntry{task: rd.warmBy.items[i], standby: rd.warmSb[i]}
+	if rd.warmLag != nil {
+		e.lag = rd.warmLag[i]
+	}
+	return e
+}
+
+// sortWarm sorts the warm entries from position from on (the member's
+// being read) by compareWarm, unless they are sorted already.
+func (rd *reader) sortWarm(from int) {
+	to := len(rd.warmBy.items)
+	sorted := true
+	for i := from + 1; i < to && sorted; i++ {
+		sorted = compareWarm(rd.warmEntryAt(i-1), rd.warmEntryAt(i)) <= 0
+	}
+	if sorted {
+		return
+	}
+	es := make([]warmEntry, 0, to-from)
+	for i := from; i < to; i++ {
+		es = append(es, rd.warmEntryAt(i))
+	}
+	slices.SortFunc(es, compareWarm)
+	for i, e := range es {
+		rd.warmBy.items[from+i], rd.warmSb[from+i] = e.task, e.standby
+		if rd.warmLag != nil {
+			rd.warmLag[from+i] = e.lag
+		}
+	}
+}
+
 // compareWarm orders one member's warm entries: smallest lag first, then
 // topology order.
 func compareWarm(x, y warmEntry) int {
-	if c := x.lag().compare(y.lag()); c != 0 {
+	if c := x.lag.compare(y.lag); c != 0 {
 		return c
 	}
 	return cmp.Compare(x.task, y.task)
@@ -510,7 +552,9 @@ func (rd *reader) readLag() (map[int32]int64, error) {
 	if len(rd.m.Lag) == 0 {
 		return nil, nil
 	}
-	rd.lagged = true
+	if rd.warmLag == nil { // the first lag: the entries so far reported none
+		rd.warmLag = make([]reportedLag, len(rd.warmBy.items), cap(rd.warmBy.items))
+	}
 	lags := make(map[int32]int64, len(rd.m.Lag))
 	for _, l := range rd.m.Lag {
 		if l.Lag < 0 {
@@ -530,7 +574,7 @@ func (rd *reader) readLag() (map[int32]int64, error) {
 		}
 		lags[t] = l.Lag
 		if k&kindMask == 0 {
-			rd.warm = append(rd.warm, warmEntry{records: l.Lag, task: t, member: rd.rank, reported: true})
+			rd.addWarm(t, reportedLag{l.Lag, true}, false)
 		}
 	}
 	return lags, nil
@@ -558,41 +602,40 @@ func lagOf(lags map[int32]int64, t int32) reportedLag {
 // standbys, where the per-task index alone would be as large as the task
 // list.
 func (rd *reader) indexWarm() {
-	if len(rd.warm) == 0 && rd.opts.Standbys == 0 {
+	entries := rd.warmBy.items // by member
+	if len(entries) == 0 && rd.opts.Standbys == 0 {
 		return
 	}
 	g, nt, s := rd.group, int32(len(rd.tasks)), rd.scratch
-	g.warmBy.items = s.int32s.make(len(rd.warm))
-	for i, w := range rd.warm {
-		g.warmBy.items[i] = w.task
-	}
 	// By task, a counting sort placing entries from the last: start[t]
 	// counts down from the end of t's range to its beginning, so no cursor
 	// array is needed, and each task's candidates stay in rank order (the
 	// order entries were appended in).
-	g.warm = csr{start: s.int32s.make(int(nt) + 1), items: s.int32s.make(len(rd.warm))}
+	g.warm = csr{start: s.int32s.make(int(nt) + 1), items: s.int32s.make(len(entries))}
 	// Lags only when someone reported one: without, every entry's lag is
 	// "none reported", and the 16 bytes an entry would take are a
 	// quarter of what standbys=1 allocates.
-	if rd.lagged {
-		g.warmLag = make([]reportedLag, len(rd.warm))
+	if rd.warmLag != nil {
+		g.warmLag = make([]reportedLag, len(entries))
 	}
-	g.warmIsSb = s.bools.make(len(rd.warm))
-	for _, w := range rd.warm {
-		g.warm.start[w.task]++
+	g.warmIsSb = s.bools.make(len(entries))
+	for _, t := range entries {
+		g.warm.start[t]++
 	}
 	sum := int32(0)
 	for t := range nt + 1 {
 		sum += g.warm.start[t]
 		g.warm.start[t] = sum // the end of t's range
 	}
-	for i := len(rd.warm) - 1; i >= 0; i-- {
-		w := &rd.warm[i]
-		g.warm.start[w.task]--
-		j := g.warm.start[w.task]
-		g.warm.items[j], g.warmIsSb[j] = w.member, w.standby
-		if g.warmLag != nil {
-			g.warmLag[j] = w.lag()
+	for m := int32(len(g.load)) - 1; m >= 0; m-- {
+		for i := g.warmBy.start[m+1] - 1; i >= g.warmBy.start[m]; i-- {
+			t := entries[i]
+			g.warm.start[t]--
+			j := g.warm.start[t]
+			g.warm.items[j], g.warmIsSb[j] = m, rd.warmSb[i]
+			if g.warmLag != nil {
+				g.warmLag[j] = rd.warmLag[i]
+			}
 		}
 	}
 }

@@ -19,12 +19,11 @@ import "sync"
 // take their own. Every array is handed out zeroed, as make would, or
 // empty to append to, so a call sees nothing of an earlier one.
 type scratch struct {
-	int32s      arena[int32]
-	uint32s     arena[uint32]
-	bools       arena[bool]
-	segments    arena[segment]
-	warmEntries arena[warmEntry]
-	subCounts   arena[subCount]
+	int32s    arena[int32]
+	uint32s   arena[uint32]
+	bools     arena[bool]
+	segments  arena[segment]
+	subCounts arena[subCount]
 }
 
 // getScratch takes a scratch from pool, or a new one.
@@ -42,7 +41,6 @@ func putScratch(pool *sync.Pool, s *scratch) {
 	s.uint32s.reset()
 	s.bools.reset()
 	s.segments.reset()
-	s.warmEntries.reset()
 	s.subCounts.reset()
 	pool.Put(s)
 }
