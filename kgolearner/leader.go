@@ -117,7 +117,6 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	if round.FollowUp = b.followUpComing(c, memberOf, round.Members, h); round.FollowUp {
 		b.keepUnreadyLearned(&h, memberOf, round.Members)
 	}
-	round.Assignments = h.sent
 
 	plan := make(syncPlan, 0, len(h.sent))
 	w := assignmentWriter{t: b.topo}
@@ -134,15 +133,18 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 		plan = append(plan, sa)
 	}
 	slices.SortFunc(plan, func(x, y kmsg.SyncGroupRequestGroupAssignment) int { return strings.Compare(x.MemberID, y.MemberID) })
-	for t, task := range b.topo.tasks {
-		if h.deferred[t] != notDeferred {
-			round.Deferred = append(round.Deferred, task.ID)
-		}
-		if h.deferred[t] == withheld {
-			round.Withheld = append(round.Withheld, task.ID)
-		}
-	}
 	if b.hooks.Rebalanced != nil {
+		// Only the Round needs the sent active tasks as IDs: the members
+		// get partitions.
+		round.Assignments = b.assignments(h)
+		for t, task := range b.topo.tasks {
+			if h.deferred[t] != notDeferred {
+				round.Deferred = append(round.Deferred, task.ID)
+			}
+			if h.deferred[t] == withheld {
+				round.Withheld = append(round.Withheld, task.ID)
+			}
+		}
 		b.hooks.Rebalanced(round)
 	}
 	return plan, nil
@@ -399,11 +401,25 @@ func (s *taskMarks) get(t int) (uint8, bool) {
 
 // handOff is handOver's result: per member of Assign's output, what to
 // send it and its active tasks by index; by task index, which tasks were
-// deferred.
+// deferred. The active tasks of a member a deferral touched are only in
+// active (sent's Assigned is nil): the leader sends them as partitions,
+// and building their IDs took a tenth of the leader's rebalance
+// (BenchmarkLeaderRebalance); assignments builds them for the Round.
 type handOff struct {
 	sent     []learner.Assignment
 	active   [][]int32
+	touched  []bool // members whose lists a deferral changed
 	deferred []deferral
+}
+
+// assignments returns what h sends, with every list as IDs.
+func (b *Balancer) assignments(h handOff) []learner.Assignment {
+	for i, touched := range h.touched {
+		if touched {
+			h.sent[i].Assigned = b.ids(h.active[i])
+		}
+	}
+	return h.sent
 }
 
 // handOver applies Kafka's constraint to Assign's result: a partition goes
@@ -427,10 +443,10 @@ func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignmen
 		outOf[memberOf[i]] = int32(i)
 		total += len(as.Assigned)
 	}
-	h := handOff{sent: slices.Clone(out), active: make([][]int32, len(out)), deferred: make([]deferral, len(b.topo.tasks))}
+	h := handOff{sent: slices.Clone(out), active: make([][]int32, len(out)), touched: make([]bool, len(out)),
+		deferred: make([]deferral, len(b.topo.tasks))}
 	pool := make([]int32, 0, total)
-	touched := make([]bool, len(out)) // members whose lists a deferral changes
-	var keeps []uint64                // keeper<<32 | task of every kept task
+	var keeps []uint64 // keeper<<32 | task of every kept task
 	for i, as := range out {
 		mi, from := memberOf[i], len(pool)
 		// Most of what Assign gives a member it already owned, and both
@@ -464,13 +480,13 @@ func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignmen
 			if owns || !other {
 				continue
 			}
-			h.deferred[t], touched[i] = withheld, true // i learns the task instead of running it
+			h.deferred[t], h.touched[i] = withheld, true // i learns the task instead of running it
 			k := slices.IndexFunc(cs, func(m int32) bool { return m != mi && c.current(m, t) })
 			if k < 0 {
 				continue // only stale claims: withheld
 			}
 			j := outOf[cs[k]] // keeps running it, tagged learned, for one generation
-			h.deferred[t], touched[j] = kept, true
+			h.deferred[t], h.touched[j] = kept, true
 			keeps = append(keeps, uint64(j)<<32|uint64(t))
 		}
 		h.active[i] = pool[from:len(pool):len(pool)]
@@ -480,7 +496,7 @@ func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignmen
 	}
 	slices.Sort(keeps)
 	for i := range out {
-		if !touched[i] {
+		if !h.touched[i] {
 			continue
 		}
 		var mine []int32 // the tasks i keeps, ascending
@@ -495,12 +511,15 @@ func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignmen
 }
 
 // redo rewrites member i's lists after its deferrals: the deferred tasks of
-// its Assigned move to Learning, and the tasks it keeps join Assigned and
-// Learned and leave Revoked and Standby. Assigned, Learning and Learned
-// stay in topology order; the others keep their order.
+// its active ones move to Learning, and the tasks it keeps join its active
+// ones and Learned and leave Revoked and Standby. Active tasks, Learning
+// and Learned stay in topology order; the others keep their order.
 func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
 	as := &h.sent[i]
-	var stay, moved []int32
+	// The tasks that stay are filtered in place: active is i's own
+	// window of handOver's pool.
+	stay := h.active[i][:0]
+	var moved []int32
 	for _, t := range h.active[i] {
 		if h.deferred[t] == notDeferred {
 			stay = append(stay, t)
@@ -508,9 +527,11 @@ func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
 			moved = append(moved, t)
 		}
 	}
-	active := merge(stay, keeps)
-	h.active[i] = active
-	as.Assigned = b.ids(active)
+	h.active[i] = stay
+	if len(keeps) > 0 {
+		h.active[i] = merge(stay, keeps)
+	}
+	as.Assigned = nil // see handOff
 	learned, err := b.indices(as.Learned, 0)
 	if err != nil {
 		return err
