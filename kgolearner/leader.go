@@ -226,6 +226,9 @@ func (cb *claimsBuilder) add(m int, meta *consumerMetadata) {
 	gen := meta.generation
 	c.gen[m] = gen
 	stamp := int32(m + 1)
+	// The lists grow in locals: an append to a field of cb or c writes a
+	// slice through a pointer, a write barrier while the collector runs.
+	claimed, whole := cb.claimed, c.whole
 	owned := meta.ownedPartitions()
 	for k := 0; ; k++ {
 		topic, partitions, ok := owned.next()
@@ -264,17 +267,18 @@ func (cb *claimsBuilder) add(m int, meta *consumerMetadata) {
 			tc.newest = max(tc.newest, gen)
 			if tc.seen != stamp {
 				tc.seen, tc.owned = stamp, 0
-				cb.claimed = append(cb.claimed, int32(task))
+				claimed = append(claimed, int32(task))
 				tc.at++
 			}
 			if tc.owned++; tc.owned == nTopics {
-				c.whole = append(c.whole, int32(task))
+				whole = append(whole, int32(task))
 			}
 		}
 	}
-	cb.claimedAt[m+1] = int32(len(cb.claimed))
-	slices.Sort(c.whole[c.wholeAt[m]:]) // owned partitions come by topic name
-	c.wholeAt[m+1] = int32(len(c.whole))
+	cb.claimed, c.whole = claimed, whole
+	cb.claimedAt[m+1] = int32(len(claimed))
+	slices.Sort(whole[c.wholeAt[m]:]) // owned partitions come by topic name
+	c.wholeAt[m+1] = int32(len(whole))
 }
 
 // finish returns the claims of every member added.

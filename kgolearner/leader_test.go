@@ -1,6 +1,7 @@
 package kgolearner
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -52,5 +53,35 @@ func TestAssignmentWriterMatchesKmsg(t *testing.T) {
 		w := assignmentWriter{t: b.topo}
 		got := w.append([]byte("prefix"), c.tasks, c.userData)
 		assert.Equal(t, want.AppendTo([]byte("prefix")), got, "assignmentWriter.append(tasks %v, user data %v)", c.tasks, c.userData)
+	}
+}
+
+// TestAssignmentWriterOrdersManyTopics checks assignmentWriter.append
+// against kmsg's encoder with 20 topics whose name order reverses the
+// topology's, both for a member holding tasks of a few topics (whose ranks
+// it sorts) and of many (it walks every rank), twice with one writer.
+func TestAssignmentWriterOrdersManyTopics(t *testing.T) {
+	var subs []Subtopology
+	for i := range 20 {
+		subs = append(subs, Subtopology{Topics: []string{fmt.Sprintf("topic-%02d", 19-i)}, Partitions: 3})
+	}
+	b := newTestBalancer(t, subs)
+	w := assignmentWriter{t: b.topo}
+	for _, tasks := range [][]int32{
+		{4, 5, 46},               // two topics: sorted
+		{0, 2, 4, 7, 20, 33, 59}, // six: walked
+		{1, 58},                  // sorted, after a walk
+		{0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 42, 45, 48, 51, 54, 57}, // all
+	} {
+		topics := map[string][]int32{}
+		for _, task := range tasks {
+			topic := subs[task/3].Topics[0]
+			topics[topic] = append(topics[topic], task%3)
+		}
+		want := kmsg.NewConsumerMemberAssignment()
+		for _, topic := range slices.Sorted(maps.Keys(topics)) {
+			want.Topics = append(want.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic, Partitions: topics[topic]})
+		}
+		assert.Equal(t, want.AppendTo(nil), w.append(nil, tasks, nil), "assignmentWriter.append(tasks %v)", tasks)
 	}
 }
