@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -83,5 +84,27 @@ func TestAssignmentWriterOrdersManyTopics(t *testing.T) {
 			want.Topics = append(want.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic, Partitions: topics[topic]})
 		}
 		assert.Equal(t, want.AppendTo(nil), w.append(nil, tasks, nil), "assignmentWriter.append(tasks %v)", tasks)
+	}
+}
+
+// TestClaimsReadBack checks the claims the leader reads from the members'
+// owned partitions: the tasks each member owns whole come out ascending
+// whatever order the partitions came in, a repeated partition counts once,
+// a task of two topics owned in one of them is claimed but not whole, and
+// each task's claimers are in member order.
+func TestClaimsReadBack(t *testing.T) {
+	b := newTestBalancer(t, testTopology) // 0_0-0_2: orders and payments; 1_0, 1_1: clicks
+	j, err := b.readJoin([]kmsg.JoinGroupResponseMember{
+		b.joinMember("S1", nil, map[string][]int32{"orders": {2, 0, 1, 1}, "payments": {1, 2}, "clicks": {1, 0}}),
+		b.joinMember("S2", nil, map[string][]int32{"payments": {0}, "clicks": {1}}),
+		b.joinMember("S3", nil, map[string][]int32{"payments": {0}, "orders": {0}}),
+	})
+	require.NoError(t, err)
+	c := j.claims
+	for m, want := range [][]int32{{1, 2, 3, 4}, {4}, {0}} {
+		assert.Equal(t, want, c.whole[c.wholeAt[m]:c.wholeAt[m+1]], "tasks member %d owns whole", m)
+	}
+	for task, want := range [][]int32{{0, 1, 2}, {0}, {0}, {0}, {0, 1}} {
+		assert.Equal(t, want, c.claimers(task), "claimers of task %d", task)
 	}
 }
