@@ -29,24 +29,28 @@ func (b *Balancer) followUpComing(c *claims, memberOf []int32, members []learner
 	if c.strays {
 		return true
 	}
-	// holder is, per task, the member that runs it in this generation,
-	// plus one (0: nobody).
-	holder := make([]int32, len(b.topo.tasks))
+	// Every claim must be its task's only one, by the member that runs the
+	// task in this generation: count the tasks run by their only claimer.
+	// (Counting spares a table of every task's runner.)
+	held := 0
 	for i, active := range h.active {
 		for _, t := range active {
-			holder[t] = memberOf[i] + 1
-		}
-	}
-	for t := range b.topo.tasks {
-		for _, m := range c.claimers(t) {
-			if holder[t] != m+1 {
-				return true
+			if cs := c.claimers(int(t)); len(cs) == 1 && cs[0] == memberOf[i] {
+				held++
 			}
 		}
 	}
+	if held != len(c.by) {
+		return true
+	}
+	outOf := make([]int32, len(memberOf)) // member -> output
+	for i, m := range memberOf {
+		outOf[m] = int32(i)
+	}
 	for m, mm := range members {
 		for _, id := range mm.Revoked {
-			if t := b.assignor.TaskIndex(id); t < 0 || holder[t] != int32(m)+1 {
+			t := b.assignor.TaskIndex(id)
+			if _, runs := slices.BinarySearch(h.active[outOf[m]], int32(t)); t < 0 || !runs {
 				return true
 			}
 		}
