@@ -47,7 +47,7 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	round := Round{Members: make([]learner.MemberMetadata, len(c.gen))}
 	position := make(map[string]int32, len(c.gen)) // learner ID -> member
 	marks := taskMarks{n: len(b.topo.tasks)}
-	pool := make([]string, 0, len(c.whole)) // the members' active tasks
+	in := activeIn{ids: make([]string, 0, len(c.whole)), idx: make([]int32, 0, len(c.whole)), at: make([]int32, len(c.gen)+1)}
 	for m := range c.gen {
 		id := LearnerID(j.members[m].MemberID)
 		position[id] = int32(m)
@@ -73,7 +73,7 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 				}
 			}
 		}
-		from := len(pool)
+		from := len(in.ids)
 		for _, t := range c.whole[c.wholeAt[m]:c.wholeAt[m+1]] {
 			if anyRevoked {
 				if _, revoked := marks.get(int(t)); revoked {
@@ -81,12 +81,13 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 				}
 			}
 			if c.current(int32(m), int(t)) {
-				pool = append(pool, b.topo.tasks[t].ID)
+				in.ids, in.idx = append(in.ids, b.topo.tasks[t].ID), append(in.idx, t)
 			}
 		}
+		in.at[m+1] = int32(len(in.ids))
 		var active []string
-		if len(pool) > from {
-			active = pool[from:len(pool):len(pool)]
+		if len(in.ids) > from {
+			active = in.ids[from:len(in.ids):len(in.ids)]
 		}
 		reported := len(mm.Assigned) + len(mm.Revoked) + len(mm.Learning) + len(mm.Ready) + len(mm.Standby)
 		mm.Assigned = append(active, mm.Assigned...)
@@ -110,7 +111,7 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	for i, as := range out {
 		memberOf[i] = position[as.MemberID]
 	}
-	h, err := b.handOver(c, memberOf, out)
+	h, err := b.handOver(c, &in, memberOf, out)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +149,14 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 		b.hooks.Rebalanced(round)
 	}
 	return plan, nil
+}
+
+// activeIn is every member's active tasks as Assign got them: member m's
+// are ids[at[m]:at[m+1]] (Round.Members' Assigned begins with them), in
+// topology order, and idx[at[m]:at[m+1]] their indices.
+type activeIn struct {
+	ids     []string
+	idx, at []int32
 }
 
 // claims is who reports owning what, read from the members' owned
@@ -473,7 +482,7 @@ func (b *Balancer) assignments(h handOff) []learner.Assignment {
 //
 // memberOf maps out's positions to members. The lists of a member no
 // deferral touches are Assign's own.
-func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignment) (handOff, error) {
+func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []learner.Assignment) (handOff, error) {
 	outOf := make([]int32, len(c.gen)) // member -> output
 	total := 0
 	for i, as := range out {
@@ -486,25 +495,34 @@ func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignmen
 	var keeps []uint64 // keeper<<32 | task of every kept task
 	for i, as := range out {
 		mi, from := memberOf[i], len(pool)
-		// Most of what Assign gives a member it already owned, and both
-		// lists are in topology order: an ID equal to the next owned
+		// Most of what Assign gives a member it got as active, and both
+		// lists are in topology order: an ID equal to the next such
 		// task's (the same string, so the comparison stops at the
-		// pointer) needs no parsing.
-		owned := c.whole[c.wholeAt[mi]:c.wholeAt[mi+1]]
+		// pointer) needs no parsing. The member runs such a task by a
+		// current claim, so it keeps it whoever else claims it: no claim
+		// to read (a cache miss per task).
+		next, end := in.at[mi], in.at[mi+1]
 		for _, id := range as.Assigned {
 			var t int
-			if len(owned) > 0 && b.topo.tasks[owned[0]].ID == id {
-				t, owned = int(owned[0]), owned[1:]
-			} else if len(owned) > 1 && b.topo.tasks[owned[1]].ID == id { // one task moved away
-				t, owned = int(owned[1]), owned[2:]
-			} else if t = b.assignor.TaskIndex(id); t < 0 {
-				return handOff{}, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
-			} else {
-				for len(owned) > 0 && int(owned[0]) < t {
-					owned = owned[1:]
+			switch {
+			case next < end && in.ids[next] == id:
+				t = int(in.idx[next])
+			case next+1 < end && in.ids[next+1] == id: // one task moved away
+				next++
+				t = int(in.idx[next])
+			default:
+				if t = b.assignor.TaskIndex(id); t < 0 {
+					return handOff{}, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
+				}
+				for next < end && int(in.idx[next]) < t {
+					next++
 				}
 			}
 			pool = append(pool, int32(t))
+			if next < end && int(in.idx[next]) == t {
+				next++
+				continue
+			}
 			cs := c.claimers(t)
 			owns, other := false, false
 			for _, m := range cs {
