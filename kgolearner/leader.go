@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"slices"
 	"strings"
 
@@ -177,21 +176,31 @@ type claims struct {
 }
 
 // taskClaims is one task's claims. Reading the claims touches each task
-// once per partition; one struct keeps those touches on one cache line.
+// once per partition; one struct keeps those touches on one cache line,
+// and eight bytes a task keep the leader's garbage small.
 type taskClaims struct {
-	// newest is the newest generation claiming the task: a member that
-	// missed rebalances (a zombie) may still report partitions that have
-	// moved on since (KIP-792). Its claim blocks a hand-over all the same.
-	newest int32
-	at     int32 // see claims.task; a count while the claims are read
-	// While the claims are read: the last member to claim the task (its
-	// position plus one) and how many of the task's partitions it owns.
-	seen, owned int32
+	at int32 // see claims.task; a count while the claims are read
+	// seen is, while the claims are read, the last member to claim the
+	// task (its position plus one).
+	seen int32
 }
 
-// current reports whether member m's claim on task t is from the newest
-// generation that claims t.
-func (c *claims) current(m int32, t int) bool { return c.gen[m] >= c.task[t].newest }
+// current reports whether member m's claim on task t (m claims t) is from
+// the newest generation that claims t: a member that missed rebalances (a
+// zombie) may still report partitions that have moved on since (KIP-792).
+// Its claim blocks a hand-over all the same.
+func (c *claims) current(m int32, t int) bool {
+	cs := c.claimers(t)
+	if len(cs) == 1 {
+		return true // m's alone: no need to read who (a cache miss)
+	}
+	for _, o := range cs {
+		if c.gen[o] > c.gen[m] {
+			return false
+		}
+	}
+	return true
+}
 
 // claimers returns the members owning one of task t's partitions.
 func (c *claims) claimers(t int) []int32 { return c.by[c.task[t].at:c.task[t+1].at] }
@@ -205,8 +214,9 @@ type claimsBuilder struct {
 	// partSeen is, per partition of a subtopology of several topics, the
 	// last member to report it (its position plus one): a repeat must not
 	// count as another of the task's partitions. (A task of one topic has
-	// one partition: taskClaims.seen says it all.)
-	partSeen []int32
+	// one partition: taskClaims.seen says it all.) owned is, per task of
+	// such a subtopology, how many of its partitions its last claimer owns.
+	partSeen, owned []int32
 	// Each member's claimed tasks, back to back; a claim of some of its
 	// task's partitions only is the task's complement (^task, negative).
 	claimed, claimedAt []int32
@@ -220,12 +230,9 @@ type claimsBuilder struct {
 func (t *topology) newClaims(members int) *claimsBuilder {
 	nt := len(t.tasks)
 	c := &claims{gen: make([]int32, members), task: make([]taskClaims, nt+1), wholeAt: make([]int32, members+1)}
-	for i := range c.task {
-		c.task[i].newest = math.MinInt32
-	}
 	cb := &claimsBuilder{t: t, c: c, claimed: make([]int32, 0, nt), claimedAt: make([]int32, members+1)}
 	if t.nParts > nt {
-		cb.partSeen = make([]int32, t.nParts)
+		cb.partSeen, cb.owned = make([]int32, t.nParts), make([]int32, nt)
 	}
 	return cb
 }
@@ -233,8 +240,7 @@ func (t *topology) newClaims(members int) *claimsBuilder {
 // add reads member m's report; members come in order.
 func (cb *claimsBuilder) add(m int, meta *consumerMetadata) {
 	t, c := cb.t, cb.c
-	gen := meta.generation
-	c.gen[m] = gen
+	c.gen[m] = meta.generation
 	stamp := int32(m + 1)
 	// The list grows in a local: an append to a field of cb writes a slice
 	// through a pointer, a write barrier while the collector runs.
@@ -266,28 +272,33 @@ func (cb *claimsBuilder) add(m int, meta *consumerMetadata) {
 			}
 			task := first + int(p)
 			tc := &c.task[task]
-			if nTopics > 1 {
-				if cb.partSeen[t.partBase[pos]+int(p)] == stamp {
-					continue
+			if nTopics == 1 {
+				if tc.seen != stamp {
+					tc.seen = stamp
+					claimed = append(claimed, int32(task))
+					tc.at++
+					whole++
 				}
-				cb.partSeen[t.partBase[pos]+int(p)] = stamp
-			} else if tc.seen == stamp {
 				continue
 			}
-			tc.newest = max(tc.newest, gen)
+			if cb.partSeen[t.partBase[pos]+int(p)] == stamp {
+				continue
+			}
+			cb.partSeen[t.partBase[pos]+int(p)] = stamp
 			if tc.seen != stamp {
-				tc.seen, tc.owned = stamp, 0
+				tc.seen, cb.owned[task] = stamp, 0
 				claimed = append(claimed, int32(task))
 				tc.at++
 			}
-			if tc.owned++; tc.owned == nTopics {
+			if cb.owned[task]++; cb.owned[task] == nTopics {
 				whole++
 			}
 		}
 	}
 	if cb.partSeen != nil { // a subtopology has several topics: mark the partial claims
 		for k := cb.claimedAt[m]; k < int32(len(claimed)); k++ {
-			if task := claimed[k]; c.task[task].owned < int32(len(t.subs[t.taskSub[task]].Topics)) {
+			task := claimed[k]
+			if n := int32(len(t.subs[t.taskSub[task]].Topics)); n > 1 && cb.owned[task] < n {
 				claimed[k], cb.partial = ^task, true
 			}
 		}
