@@ -339,8 +339,9 @@ func (cb *claimsBuilder) finish() *claims {
 	// Members report their partitions by topic name, not in task order:
 	// reading the whole claims back by task lists each member's ascending,
 	// in a pass over the claims instead of a sort per member (which was a
-	// third of reading the claims, BenchmarkLeaderRebalance).
-	c.whole = make([]int32, c.wholeAt[len(c.gen)])
+	// third of reading the claims, BenchmarkLeaderRebalance). They fill
+	// claimed's memory, free now that by holds the claims.
+	c.whole = cb.claimed[:c.wholeAt[len(c.gen)]]
 	next := slices.Clone(c.wholeAt)
 	for task := range nt {
 		for k := c.task[task].at; k < c.task[task+1].at; k++ {
