@@ -61,7 +61,7 @@ func (c *Codec) AppendMember(b []byte, m learner.MemberMetadata) ([]byte, error)
 	}
 	b = lag.appendTo(b)
 	for _, t := range lag.idx {
-		b = binary.AppendUvarint(b, uint64(lagOf[c.tasks[t].ID]))
+		b = binary.AppendUvarint(b, uint64(lagOf[c.taskID(t)]))
 	}
 	for _, name := range lag.names {
 		b = binary.AppendUvarint(b, uint64(lagOf[name]))
@@ -140,7 +140,7 @@ func (c *Codec) intern(what string, ids []string) (taskset, error) {
 	slices.Sort(s.idx)
 	for i := 1; i < len(s.idx); i++ {
 		if s.idx[i] == s.idx[i-1] {
-			return taskset{}, fmt.Errorf("task %q listed twice in %s", c.tasks[s.idx[i]].ID, what)
+			return taskset{}, fmt.Errorf("task %q listed twice in %s", c.taskID(s.idx[i]), what)
 		}
 	}
 	if len(s.names) > 1 {
