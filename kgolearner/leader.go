@@ -562,14 +562,20 @@ func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []lea
 		}
 	}
 	slices.Sort(keeps)
+	kept := make([]int32, len(keeps)) // the kept tasks, each keeper's ascending
+	for k, v := range keeps {
+		kept[k] = int32(uint32(v))
+	}
 	for i := range out {
 		if !h.touched[i] {
 			continue
 		}
-		var mine []int32 // the tasks i keeps, ascending
-		for len(keeps) > 0 && keeps[0]>>32 == uint64(i) {
-			mine, keeps = append(mine, int32(uint32(keeps[0]))), keeps[1:]
+		n := 0
+		for n < len(keeps) && keeps[n]>>32 == uint64(i) {
+			n++
 		}
+		mine := kept[:n:n] // the tasks i keeps
+		keeps, kept = keeps[n:], kept[n:]
 		if err := b.redo(&h, i, mine); err != nil {
 			return handOff{}, err
 		}
