@@ -23,7 +23,8 @@ type joined struct {
 	b       *Balancer
 	members []kmsg.JoinGroupResponseMember // the first of each member ID
 	topics  map[string]struct{}            // every topic a member subscribes to
-	claims  *claims
+	claims  *claims                        // nil once balanced
+	scratch *scratch                       // claims' memory, and the rest of the rebalance's
 	// Per member: its status in the learner wire format (a view of its
 	// bytes, as in kgo's decoded metadata) and its rack.
 	userData [][]byte
@@ -44,7 +45,11 @@ func (b *Balancer) readJoin(members []kmsg.JoinGroupResponseMember) (*joined, er
 		}
 	}
 	j.userData, j.racks = make([][]byte, len(j.members)), make([]*string, len(j.members))
-	cb := b.topo.newClaims(len(j.members))
+	s := b.spare.Swap(nil)
+	if s == nil {
+		s = new(scratch)
+	}
+	cb := b.topo.newClaims(len(j.members), s)
 	var last consumerMetadata // the last member read
 	for i, m := range j.members {
 		var meta consumerMetadata
@@ -67,7 +72,7 @@ func (b *Balancer) readJoin(members []kmsg.JoinGroupResponseMember) (*joined, er
 		cb.add(i, &meta)
 		j.userData[i], j.racks[i] = meta.userData, meta.rack
 	}
-	j.claims = cb.finish()
+	j.claims, j.scratch = cb.finish(), s
 	return j, nil
 }
 

@@ -29,6 +29,9 @@ func (p syncPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment { 
 // franz-go's cooperative-sticky balance on the same group, ten times
 // Assign itself (BenchmarkLeaderRebalance).
 func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
+	if j.claims == nil {
+		return nil, errors.New("kgolearner: the group was balanced already: kgo balances each JoinGroup response once")
+	}
 	for i, s := range b.topo.subs {
 		for _, topic := range s.Topics {
 			n, ok := topics[topic]
@@ -42,11 +45,11 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 		}
 	}
 
-	c := j.claims
+	c, s := j.claims, j.scratch
 	round := Round{Members: make([]learner.MemberMetadata, len(c.gen))}
 	position := make(map[string]int32, len(c.gen)) // learner ID -> member
 	marks := taskMarks{n: len(b.topo.tasks)}
-	in := activeIn{ids: make([]string, 0, len(c.whole)), idx: make([]int32, 0, len(c.whole)), at: make([]int32, len(c.gen)+1)}
+	in := activeIn{ids: make([]string, 0, len(c.whole)), idx: emptied(s.active, len(c.whole)), at: make([]int32, len(c.gen)+1)}
 	for m := range c.gen {
 		id := LearnerID(j.members[m].MemberID)
 		position[id] = int32(m)
@@ -110,7 +113,8 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	for i, as := range out {
 		memberOf[i] = position[as.MemberID]
 	}
-	h, err := b.handOver(c, &in, memberOf, out)
+	s.active = in.idx
+	h, err := b.handOver(c, &in, memberOf, out, s)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +151,9 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 		}
 		b.hooks.Rebalanced(round)
 	}
+	// Done with the claims and the scratch: the next rebalance may take it.
+	j.claims, j.scratch = nil, nil
+	b.spare.Store(s)
 	return plan, nil
 }
 
@@ -211,6 +218,7 @@ func (c *claims) claimers(t int) []int32 { return c.by[c.task[t].at:c.task[t+1].
 type claimsBuilder struct {
 	t *topology
 	c *claims
+	s *scratch
 	// partSeen is, per partition of a subtopology of several topics, the
 	// last member to report it (its position plus one): a repeat must not
 	// count as another of the task's partitions. (A task of one topic has
@@ -227,10 +235,12 @@ type claimsBuilder struct {
 	lastPos []int
 }
 
-func (t *topology) newClaims(members int) *claimsBuilder {
+// newClaims returns a builder of the claims of members, in s's memory.
+func (t *topology) newClaims(members int, s *scratch) *claimsBuilder {
 	nt := len(t.tasks)
-	c := &claims{gen: make([]int32, members), task: make([]taskClaims, nt+1), wholeAt: make([]int32, members+1)}
-	cb := &claimsBuilder{t: t, c: c, claimed: make([]int32, 0, nt), claimedAt: make([]int32, members+1)}
+	s.task = zeroed(s.task, nt+1)
+	c := &claims{gen: make([]int32, members), task: s.task, wholeAt: make([]int32, members+1)}
+	cb := &claimsBuilder{t: t, c: c, s: s, claimed: emptied(s.claimed, nt), claimedAt: make([]int32, members+1)}
 	if t.nParts > nt {
 		cb.partSeen, cb.owned = make([]int32, t.nParts), make([]int32, nt)
 	}
@@ -318,7 +328,9 @@ func (cb *claimsBuilder) finish() *claims {
 		c.task[task].at += c.task[task-1].at
 	}
 	c.task[nt].at = int32(len(cb.claimed))
-	c.by = make([]int32, len(cb.claimed))
+	cb.s.claimed = cb.claimed
+	c.by = zeroed(cb.s.by, len(cb.claimed))
+	cb.s.by = c.by
 	var partial []bool // per claim in by
 	if cb.partial {
 		partial = make([]bool, len(cb.claimed))
@@ -494,16 +506,16 @@ func (b *Balancer) assignments(h handOff) []learner.Assignment {
 //
 // memberOf maps out's positions to members. The lists of a member no
 // deferral touches are Assign's own.
-func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []learner.Assignment) (handOff, error) {
+func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []learner.Assignment, s *scratch) (handOff, error) {
 	outOf := make([]int32, len(c.gen)) // member -> output
 	total := 0
 	for i, as := range out {
 		outOf[memberOf[i]] = int32(i)
 		total += len(as.Assigned)
 	}
-	h := handOff{sent: slices.Clone(out), active: make([][]int32, len(out)), touched: make([]bool, len(out)),
-		deferred: make([]deferral, len(b.topo.tasks))}
-	pool := make([]int32, 0, total)
+	s.deferred = zeroed(s.deferred, len(b.topo.tasks))
+	h := handOff{sent: slices.Clone(out), active: make([][]int32, len(out)), touched: make([]bool, len(out)), deferred: s.deferred}
+	pool := emptied(s.pool, total)
 	var keeps []uint64 // keeper<<32 | task of every kept task
 	for i, as := range out {
 		mi, from := memberOf[i], len(pool)
@@ -561,6 +573,7 @@ func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []lea
 			slices.Sort(h.active[i])
 		}
 	}
+	s.pool = pool
 	slices.Sort(keeps)
 	kept := make([]int32, len(keeps)) // the kept tasks, each keeper's ascending
 	for k, v := range keeps {

@@ -6,8 +6,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/learnerassignor/learner"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -106,5 +108,39 @@ func TestClaimsReadBack(t *testing.T) {
 	}
 	for task, want := range [][]int32{{0, 1, 2}, {0}, {0}, {0}, {0, 1}} {
 		assert.Equal(t, want, c.claimers(task), "claimers of task %d", task)
+	}
+}
+
+// TestLeaderReusesScratch checks that a leader's rebalances do not leak into
+// each other through the working memory a Balancer keeps between them
+// (scratch): rebalances of two groups in turn on one Balancer send what a
+// new Balancer sends for each, and a group balanced once is not balanced
+// again.
+func TestLeaderReusesScratch(t *testing.T) {
+	groups := func(b *Balancer) [][]kmsg.JoinGroupResponseMember {
+		return [][]kmsg.JoinGroupResponseMember{{
+			b.joinMember("S1", b.encodeMember(t, learner.MemberMetadata{}), everything),
+			b.joinMember("S2", b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0"}, Ready: []string{"0_0"}}), nil),
+		}, {
+			b.joinMember("S1", b.encodeMember(t, learner.MemberMetadata{Revoked: []string{"0_0"}}),
+				map[string][]int32{"orders": {1}, "payments": {1}}),
+			b.joinMember("S2", b.encodeMember(t, learner.MemberMetadata{}), map[string][]int32{"clicks": {0, 1}}),
+			b.joinMember("S3", b.encodeMember(t, learner.MemberMetadata{}), map[string][]int32{"orders": {2}, "payments": {2}}),
+		}}
+	}
+	sync := func(b *Balancer, members []kmsg.JoinGroupResponseMember) kgo.IntoSyncAssignment {
+		gb, _, err := b.MemberBalancer(members)
+		require.NoError(t, err)
+		into, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(testCounts)
+		require.NoError(t, err)
+		_, err = gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(testCounts)
+		assert.Error(t, err, "BalanceOrError of a group balanced already")
+		return into
+	}
+	b := newTestBalancer(t, testTopology)
+	for round, g := range [...]int{0, 1, 0, 1} {
+		fresh := newTestBalancer(t, testTopology)
+		assert.Equal(t, sync(fresh, groups(fresh)[g]).IntoSyncAssignment(), sync(b, groups(b)[g]).IntoSyncAssignment(),
+			"rebalance %d (group %d): the assignments sent, against a new Balancer's", round, g)
 	}
 }
