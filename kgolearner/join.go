@@ -276,7 +276,9 @@ func (j *joined) Balance(topics map[string]int32) kgo.IntoSyncAssignment {
 	return plan
 }
 
-// BalanceOrError implements kgo.GroupMemberBalancerOrError.
+// BalanceOrError implements kgo.GroupMemberBalancerOrError. kgo calls it
+// once; after a plan, the group's claims are gone (see scratch) and a
+// second call fails.
 func (j *joined) BalanceOrError(topics map[string]int32) (kgo.IntoSyncAssignment, error) {
 	plan, err := j.b.plan(j, topics)
 	if err != nil {
