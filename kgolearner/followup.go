@@ -63,27 +63,22 @@ func (b *Balancer) followUpComing(c *claims, memberOf []int32, members []learner
 // through kgo's follow-up, where the learner could not take it anyway, and
 // the follow-up's assignment tags it again. Tags of stateless tasks and of
 // ready learners' tasks (deferred moves, due at the follow-up) stay.
-// Assign's lists are shared with Round.Planned: a list that loses a tag is
-// a new slice.
 func (b *Balancer) keepUnreadyLearned(h *handOff, memberOf []int32, members []learner.MemberMetadata) {
 	learnerOf := make([]int32, len(b.topo.tasks)) // task -> its learner's member, plus one
-	for i, as := range h.sent {
-		for _, id := range as.Learning {
-			if t := b.assignor.TaskIndex(id); t >= 0 {
-				learnerOf[t] = memberOf[i] + 1
-			}
+	for i, learning := range h.learning {
+		for _, t := range learning {
+			learnerOf[t] = memberOf[i] + 1
 		}
 	}
-	unready := func(id string) bool {
-		t := b.assignor.TaskIndex(id)
-		if t < 0 || !b.topo.tasks[t].Stateful {
+	unready := func(t int32) bool {
+		if !b.topo.tasks[t].Stateful {
 			return false
 		}
-		return learnerOf[t] == 0 || !b.assignor.Options().LearnerReady(members[learnerOf[t]-1], id)
+		return learnerOf[t] == 0 || !b.assignor.Options().LearnerReady(members[learnerOf[t]-1], b.topo.tasks[t].ID)
 	}
-	for i := range h.sent {
-		if as := &h.sent[i]; slices.ContainsFunc(as.Learned, unready) {
-			as.Learned = slices.DeleteFunc(slices.Clone(as.Learned), unready)
+	for i, learned := range h.learned {
+		if slices.ContainsFunc(learned, unready) {
+			h.learned[i], h.touched[i] = slices.DeleteFunc(learned, unready), true // learned is i's own
 		}
 	}
 }

@@ -125,7 +125,7 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	plan := make(syncPlan, 0, len(h.sent))
 	w := assignmentWriter{t: b.topo}
 	for i, as := range h.sent {
-		userData, err := b.assignmentUserData(as)
+		userData, err := b.assignmentUserData(h.learned[i], h.learning[i], as.Revoked, as.Standby)
 		if err != nil {
 			return nil, fmt.Errorf("kgolearner: %w", err)
 		}
@@ -367,19 +367,20 @@ func (cb *claimsBuilder) finish() *claims {
 	return c
 }
 
-// assignmentUserData encodes the tags of a member's assignment. The
-// coordinator's member ID says whose it is, so it carries the placeholder
-// workerID; the active tasks travel as partitions, so its assigned list
-// holds only the learned ones (the wire format wants learned tasks among
-// the assigned): for 100 tasks a member that saves 200 bytes in the
-// group's stored metadata. ParseSyncAssignment rebuilds the list. Most
-// members have no tags: they share one encoding, made by New.
-func (b *Balancer) assignmentUserData(as learner.Assignment) ([]byte, error) {
-	if len(as.Revoked)+len(as.Learning)+len(as.Learned)+len(as.Standby) == 0 {
+// assignmentUserData encodes the tags of a member's assignment: its
+// learned and learning tasks (indices, ascending), revoked and standby
+// ones. The coordinator's member ID says whose it is, so it carries the
+// placeholder workerID; the active tasks travel as partitions, so its
+// assigned list holds only the learned ones (the wire format wants learned
+// tasks among the assigned): for 100 tasks a member that saves 200 bytes
+// in the group's stored metadata. ParseSyncAssignment rebuilds the list.
+// Most members have no tags: they share one encoding, made by New.
+func (b *Balancer) assignmentUserData(learned, learning []int32, revoked, standby []string) ([]byte, error) {
+	if len(revoked)+len(learning)+len(learned)+len(standby) == 0 {
 		return b.untagged, nil
 	}
-	as.MemberID, as.Assigned = workerID, as.Learned
-	return b.codec.AppendAssignment(nil, as)
+	return b.codec.AppendIndexedAssignment(nil, wire.IndexedAssignment{MemberID: workerID, Assigned: learned, Learned: learned,
+		Learning: learning, Revoked: revoked, Standby: standby})
 }
 
 // The lists of a member's report in the order disjoint gives them
@@ -469,24 +470,27 @@ func (s *taskMarks) get(t int) (uint8, bool) {
 	return s.val[t], true
 }
 
-// handOff is handOver's result: per member of Assign's output, what to
-// send it and its active tasks by index; by task index, which tasks were
-// deferred. The active tasks of a member a deferral touched are only in
-// active (sent's Assigned is nil): the leader sends them as partitions,
-// and building their IDs took a tenth of the leader's rebalance
-// (BenchmarkLeaderRebalance); assignments builds them for the Round.
+// handOff is handOver's result: per member of Assign's output, its active,
+// learned and learning tasks by index, ascending, and its revoked and
+// standby ones in sent; by task index, which tasks were deferred. The
+// leader sends active tasks as partitions and the tags by index (building
+// the IDs took a tenth of the leader's rebalance, and the encoder looked
+// them up again, BenchmarkLeaderRebalance), so the indices are the truth:
+// sent's other lists are Assign's, stale for the members whose lists
+// changed (touched). assignments builds them for the Round.
 type handOff struct {
-	sent     []learner.Assignment
-	active   [][]int32
-	touched  []bool // members whose lists a deferral changed
-	deferred []deferral
+	sent                      []learner.Assignment
+	active, learned, learning [][]int32
+	touched                   []bool // members whose lists differ from Assign's
+	deferred                  []deferral
 }
 
 // assignments returns what h sends, with every list as IDs.
 func (b *Balancer) assignments(h handOff) []learner.Assignment {
 	for i, touched := range h.touched {
 		if touched {
-			h.sent[i].Assigned = b.ids(h.active[i])
+			as := &h.sent[i]
+			as.Assigned, as.Learned, as.Learning = b.ids(h.active[i]), b.ids(h.learned[i]), b.ids(h.learning[i])
 		}
 	}
 	return h.sent
@@ -514,7 +518,8 @@ func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []lea
 		total += len(as.Assigned)
 	}
 	s.deferred = zeroed(s.deferred, len(b.topo.tasks))
-	h := handOff{sent: slices.Clone(out), active: make([][]int32, len(out)), touched: make([]bool, len(out)), deferred: s.deferred}
+	h := handOff{sent: slices.Clone(out), active: make([][]int32, len(out)), learned: make([][]int32, len(out)),
+		learning: make([][]int32, len(out)), touched: make([]bool, len(out)), deferred: s.deferred}
 	pool := emptied(s.pool, total)
 	var keeps []uint64 // keeper<<32 | task of every kept task
 	for i, as := range out {
@@ -569,8 +574,17 @@ func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []lea
 			keeps = append(keeps, uint64(j)<<32|uint64(t))
 		}
 		h.active[i] = pool[from:len(pool):len(pool)]
-		if !slices.IsSorted(h.active[i]) { // Assign documents topology order; the encoding relies on it
-			slices.Sort(h.active[i])
+		var err error
+		if h.learned[i], err = b.indices(as.Learned); err != nil {
+			return handOff{}, err
+		}
+		if h.learning[i], err = b.indices(as.Learning); err != nil {
+			return handOff{}, err
+		}
+		for _, l := range [...][]int32{h.active[i], h.learned[i], h.learning[i]} {
+			if !slices.IsSorted(l) { // Assign documents topology order; the encodings rely on it
+				slices.Sort(l)
+			}
 		}
 	}
 	s.pool = pool
@@ -589,18 +603,16 @@ func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []lea
 		}
 		mine := kept[:n:n] // the tasks i keeps
 		keeps, kept = keeps[n:], kept[n:]
-		if err := b.redo(&h, i, mine); err != nil {
-			return handOff{}, err
-		}
+		b.redo(&h, i, mine)
 	}
 	return h, nil
 }
 
 // redo rewrites member i's lists after its deferrals: the deferred tasks of
-// its active ones move to Learning, and the tasks it keeps join its active
-// ones and Learned and leave Revoked and Standby. Active tasks, Learning
-// and Learned stay in topology order; the others keep their order.
-func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
+// its active ones move to its learning ones, and the tasks it keeps join
+// its active and learned ones and leave Revoked and Standby. The lists of
+// indices stay ascending; Revoked and Standby keep their order.
+func (b *Balancer) redo(h *handOff, i int, keeps []int32) {
 	as := &h.sent[i]
 	// The tasks that stay are filtered in place: active is i's own
 	// window of handOver's pool.
@@ -614,25 +626,17 @@ func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
 		}
 	}
 	h.active[i] = stay
+	// Learned tasks are among i's assigned ones: a deferred one is i's to
+	// learn. (learned and learning are i's own slices.)
+	learned := slices.DeleteFunc(h.learned[i], func(t int32) bool { return h.deferred[t] != notDeferred })
+	h.learned[i] = learned
 	if len(keeps) > 0 {
-		h.active[i] = merge(stay, keeps)
+		h.active[i], h.learned[i] = merge(stay, keeps), merge(learned, keeps)
 	}
-	as.Assigned = nil // see handOff
-	learned, err := b.indices(as.Learned, 0)
-	if err != nil {
-		return err
+	if len(moved) > 0 {
+		h.learning[i] = append(h.learning[i], moved...)
+		slices.Sort(h.learning[i])
 	}
-	// Learned tasks are among i's assigned ones: a deferred one is i's to learn.
-	learned = slices.DeleteFunc(learned, func(t int32) bool { return h.deferred[t] != notDeferred })
-	slices.Sort(learned)
-	as.Learned = b.ids(merge(learned, keeps))
-	learning, err := b.indices(as.Learning, len(moved))
-	if err != nil {
-		return err
-	}
-	learning = append(learning, moved...)
-	slices.Sort(learning)
-	as.Learning = b.ids(learning)
 	if len(keeps) > 0 {
 		kept := func(id string) bool {
 			_, found := slices.BinarySearch(keeps, int32(b.assignor.TaskIndex(id)))
@@ -641,7 +645,6 @@ func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
 		as.Revoked = slices.DeleteFunc(slices.Clone(as.Revoked), kept)
 		as.Standby = slices.DeleteFunc(slices.Clone(as.Standby), kept)
 	}
-	return nil
 }
 
 // merge returns the ascending x and y, disjoint, merged in a new slice.
@@ -657,10 +660,10 @@ func merge(x, y []int32) []int32 {
 	return append(append(out, x...), y...)
 }
 
-// indices returns the task indices of ids, which Assign returned, with room
-// for more.
-func (b *Balancer) indices(ids []string, more int) ([]int32, error) {
-	out := make([]int32, 0, len(ids)+more)
+// indices returns the task indices of ids, which Assign returned, in a
+// slice of their own.
+func (b *Balancer) indices(ids []string) ([]int32, error) {
+	out := make([]int32, 0, len(ids))
 	for _, id := range ids {
 		t := b.assignor.TaskIndex(id)
 		if t < 0 {

@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// partitionsOf returns the partitions of tasks (IDs; unknown ones have
-// none) as the leader sends them, by topic in name order.
-func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentTopic {
+// taskIndices returns the indices of tasks (IDs; unknown ones have none),
+// ascending, without repeats.
+func (b *Balancer) taskIndices(tasks []string) []int32 {
 	var idx []int32
 	for _, id := range tasks {
 		if t := b.assignor.TaskIndex(id); t >= 0 {
@@ -23,8 +23,14 @@ func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentT
 		}
 	}
 	slices.Sort(idx)
+	return slices.Compact(idx)
+}
+
+// partitionsOf returns the partitions of tasks (IDs; unknown ones have
+// none) as the leader sends them, by topic in name order.
+func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentTopic {
 	w := assignmentWriter{t: b.topo}
-	raw := w.append(nil, slices.Compact(idx), nil)
+	raw := w.append(nil, b.taskIndices(tasks), nil)
 	var ka kmsg.ConsumerMemberAssignment
 	if err := ka.ReadFrom(raw); err != nil {
 		panic(err) // assignmentWriter.append wrote what kmsg cannot read
