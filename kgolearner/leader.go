@@ -184,7 +184,7 @@ type claims struct {
 
 // taskClaims is one task's claims. Reading the claims touches each task
 // once per partition; one struct keeps those touches on one cache line,
-// and eight bytes a task keep the leader's garbage small.
+// and eight bytes a task keep the leader's memory small.
 type taskClaims struct {
 	at int32 // see claims.task; a count while the claims are read
 	// seen is, while the claims are read, the last member to claim the
