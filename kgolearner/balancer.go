@@ -209,6 +209,7 @@ type Balancer struct {
 	hooks         Hooks
 	commitTimeout time.Duration
 	cl            atomic.Pointer[kgo.Client]
+	spare         atomic.Pointer[scratch] // the last rebalance's, for the next (see scratch)
 
 	mu sync.Mutex
 	w  *learner.Worker

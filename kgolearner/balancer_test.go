@@ -300,7 +300,7 @@ func (b *Balancer) syncBytes(t testing.TB, as learner.Assignment) []byte {
 	ka := kmsg.NewConsumerMemberAssignment()
 	ka.Topics = b.partitionsOf(as.Assigned)
 	var err error
-	ka.UserData, err = b.assignmentUserData(as)
+	ka.UserData, err = b.assignmentUserData(b.taskIndices(as.Learned), b.taskIndices(as.Learning), as.Revoked, as.Standby)
 	require.NoError(t, err)
 	return ka.AppendTo(nil)
 }

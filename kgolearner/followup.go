@@ -29,24 +29,28 @@ func (b *Balancer) followUpComing(c *claims, memberOf []int32, members []learner
 	if c.strays {
 		return true
 	}
-	// holder is, per task, the member that runs it in this generation,
-	// plus one (0: nobody).
-	holder := make([]int32, len(b.topo.tasks))
+	// Every claim must be its task's only one, by the member that runs the
+	// task in this generation: count the tasks run by their only claimer.
+	// (Counting spares a table of every task's runner.)
+	held := 0
 	for i, active := range h.active {
 		for _, t := range active {
-			holder[t] = memberOf[i] + 1
-		}
-	}
-	for t := range b.topo.tasks {
-		for _, m := range c.claimers(t) {
-			if holder[t] != m+1 {
-				return true
+			if cs := c.claimers(int(t)); len(cs) == 1 && cs[0] == memberOf[i] {
+				held++
 			}
 		}
 	}
+	if held != len(c.by) {
+		return true
+	}
+	outOf := make([]int32, len(memberOf)) // member -> output
+	for i, m := range memberOf {
+		outOf[m] = int32(i)
+	}
 	for m, mm := range members {
 		for _, id := range mm.Revoked {
-			if t := b.assignor.TaskIndex(id); t < 0 || holder[t] != int32(m)+1 {
+			t := b.assignor.TaskIndex(id)
+			if _, runs := slices.BinarySearch(h.active[outOf[m]], int32(t)); t < 0 || !runs {
 				return true
 			}
 		}
@@ -59,27 +63,22 @@ func (b *Balancer) followUpComing(c *claims, memberOf []int32, members []learner
 // through kgo's follow-up, where the learner could not take it anyway, and
 // the follow-up's assignment tags it again. Tags of stateless tasks and of
 // ready learners' tasks (deferred moves, due at the follow-up) stay.
-// Assign's lists are shared with Round.Planned: a list that loses a tag is
-// a new slice.
 func (b *Balancer) keepUnreadyLearned(h *handOff, memberOf []int32, members []learner.MemberMetadata) {
 	learnerOf := make([]int32, len(b.topo.tasks)) // task -> its learner's member, plus one
-	for i, as := range h.sent {
-		for _, id := range as.Learning {
-			if t := b.assignor.TaskIndex(id); t >= 0 {
-				learnerOf[t] = memberOf[i] + 1
-			}
+	for i, learning := range h.learning {
+		for _, t := range learning {
+			learnerOf[t] = memberOf[i] + 1
 		}
 	}
-	unready := func(id string) bool {
-		t := b.assignor.TaskIndex(id)
-		if t < 0 || !b.topo.tasks[t].Stateful {
+	unready := func(t int32) bool {
+		if !b.topo.tasks[t].Stateful {
 			return false
 		}
-		return learnerOf[t] == 0 || !b.assignor.Options().LearnerReady(members[learnerOf[t]-1], id)
+		return learnerOf[t] == 0 || !b.assignor.Options().LearnerReady(members[learnerOf[t]-1], b.topo.tasks[t].ID)
 	}
-	for i := range h.sent {
-		if as := &h.sent[i]; slices.ContainsFunc(as.Learned, unready) {
-			as.Learned = slices.DeleteFunc(slices.Clone(as.Learned), unready)
+	for i, learned := range h.learned {
+		if slices.ContainsFunc(learned, unready) {
+			h.learned[i], h.touched[i] = slices.DeleteFunc(learned, unready), true // learned is i's own
 		}
 	}
 }

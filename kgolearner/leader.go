@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"slices"
 	"strings"
 
@@ -30,6 +29,9 @@ func (p syncPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment { 
 // franz-go's cooperative-sticky balance on the same group, ten times
 // Assign itself (BenchmarkLeaderRebalance).
 func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
+	if j.claims == nil {
+		return nil, errors.New("kgolearner: the group was balanced already: kgo balances each JoinGroup response once")
+	}
 	for i, s := range b.topo.subs {
 		for _, topic := range s.Topics {
 			n, ok := topics[topic]
@@ -43,11 +45,11 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 		}
 	}
 
-	c := j.claims
+	c, s := j.claims, j.scratch
 	round := Round{Members: make([]learner.MemberMetadata, len(c.gen))}
 	position := make(map[string]int32, len(c.gen)) // learner ID -> member
 	marks := taskMarks{n: len(b.topo.tasks)}
-	pool := make([]string, 0, len(c.whole)) // the members' active tasks
+	in := activeIn{ids: make([]string, 0, len(c.whole)), idx: emptied(s.active, len(c.whole)), at: make([]int32, len(c.gen)+1)}
 	for m := range c.gen {
 		id := LearnerID(j.members[m].MemberID)
 		position[id] = int32(m)
@@ -73,7 +75,7 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 				}
 			}
 		}
-		from := len(pool)
+		from := len(in.ids)
 		for _, t := range c.whole[c.wholeAt[m]:c.wholeAt[m+1]] {
 			if anyRevoked {
 				if _, revoked := marks.get(int(t)); revoked {
@@ -81,12 +83,13 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 				}
 			}
 			if c.current(int32(m), int(t)) {
-				pool = append(pool, b.topo.tasks[t].ID)
+				in.ids, in.idx = append(in.ids, b.topo.tasks[t].ID), append(in.idx, t)
 			}
 		}
+		in.at[m+1] = int32(len(in.ids))
 		var active []string
-		if len(pool) > from {
-			active = pool[from:len(pool):len(pool)]
+		if len(in.ids) > from {
+			active = in.ids[from:len(in.ids):len(in.ids)]
 		}
 		reported := len(mm.Assigned) + len(mm.Revoked) + len(mm.Learning) + len(mm.Ready) + len(mm.Standby)
 		mm.Assigned = append(active, mm.Assigned...)
@@ -110,19 +113,19 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	for i, as := range out {
 		memberOf[i] = position[as.MemberID]
 	}
-	h, err := b.handOver(c, memberOf, out)
+	s.active = in.idx
+	h, err := b.handOver(c, &in, memberOf, out, s)
 	if err != nil {
 		return nil, err
 	}
 	if round.FollowUp = b.followUpComing(c, memberOf, round.Members, h); round.FollowUp {
 		b.keepUnreadyLearned(&h, memberOf, round.Members)
 	}
-	round.Assignments = h.sent
 
 	plan := make(syncPlan, 0, len(h.sent))
 	w := assignmentWriter{t: b.topo}
 	for i, as := range h.sent {
-		userData, err := b.assignmentUserData(as)
+		userData, err := b.assignmentUserData(h.learned[i], h.learning[i], as.Revoked, as.Standby)
 		if err != nil {
 			return nil, fmt.Errorf("kgolearner: %w", err)
 		}
@@ -134,18 +137,32 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 		plan = append(plan, sa)
 	}
 	slices.SortFunc(plan, func(x, y kmsg.SyncGroupRequestGroupAssignment) int { return strings.Compare(x.MemberID, y.MemberID) })
-	for t, task := range b.topo.tasks {
-		if h.deferred[t] != notDeferred {
-			round.Deferred = append(round.Deferred, task.ID)
-		}
-		if h.deferred[t] == withheld {
-			round.Withheld = append(round.Withheld, task.ID)
-		}
-	}
 	if b.hooks.Rebalanced != nil {
+		// Only the Round needs the sent active tasks as IDs: the members
+		// get partitions.
+		round.Assignments = b.assignments(h)
+		for t, task := range b.topo.tasks {
+			if h.deferred[t] != notDeferred {
+				round.Deferred = append(round.Deferred, task.ID)
+			}
+			if h.deferred[t] == withheld {
+				round.Withheld = append(round.Withheld, task.ID)
+			}
+		}
 		b.hooks.Rebalanced(round)
 	}
+	// Done with the claims and the scratch: the next rebalance may take it.
+	j.claims, j.scratch = nil, nil
+	b.spare.Store(s)
 	return plan, nil
+}
+
+// activeIn is every member's active tasks as Assign got them: member m's
+// are ids[at[m]:at[m+1]] (Round.Members' Assigned begins with them), in
+// topology order, and idx[at[m]:at[m+1]] their indices.
+type activeIn struct {
+	ids     []string
+	idx, at []int32
 }
 
 // claims is who reports owning what, read from the members' owned
@@ -166,21 +183,31 @@ type claims struct {
 }
 
 // taskClaims is one task's claims. Reading the claims touches each task
-// once per partition; one struct keeps those touches on one cache line.
+// once per partition; one struct keeps those touches on one cache line,
+// and eight bytes a task keep the leader's memory small.
 type taskClaims struct {
-	// newest is the newest generation claiming the task: a member that
-	// missed rebalances (a zombie) may still report partitions that have
-	// moved on since (KIP-792). Its claim blocks a hand-over all the same.
-	newest int32
-	at     int32 // see claims.task; a count while the claims are read
-	// While the claims are read: the last member to claim the task (its
-	// position plus one) and how many of the task's partitions it owns.
-	seen, owned int32
+	at int32 // see claims.task; a count while the claims are read
+	// seen is, while the claims are read, the last member to claim the
+	// task (its position plus one).
+	seen int32
 }
 
-// current reports whether member m's claim on task t is from the newest
-// generation that claims t.
-func (c *claims) current(m int32, t int) bool { return c.gen[m] >= c.task[t].newest }
+// current reports whether member m's claim on task t (m claims t) is from
+// the newest generation that claims t: a member that missed rebalances (a
+// zombie) may still report partitions that have moved on since (KIP-792).
+// Its claim blocks a hand-over all the same.
+func (c *claims) current(m int32, t int) bool {
+	cs := c.claimers(t)
+	if len(cs) == 1 {
+		return true // m's alone: no need to read who (a cache miss)
+	}
+	for _, o := range cs {
+		if c.gen[o] > c.gen[m] {
+			return false
+		}
+	}
+	return true
+}
 
 // claimers returns the members owning one of task t's partitions.
 func (c *claims) claimers(t int) []int32 { return c.by[c.task[t].at:c.task[t+1].at] }
@@ -191,29 +218,31 @@ func (c *claims) claimers(t int) []int32 { return c.by[c.task[t].at:c.task[t+1].
 type claimsBuilder struct {
 	t *topology
 	c *claims
+	s *scratch
 	// partSeen is, per partition of a subtopology of several topics, the
 	// last member to report it (its position plus one): a repeat must not
 	// count as another of the task's partitions. (A task of one topic has
-	// one partition: taskClaims.seen says it all.)
-	partSeen []int32
-	// Each member's claimed tasks, back to back.
+	// one partition: taskClaims.seen says it all.) owned is, per task of
+	// such a subtopology, how many of its partitions its last claimer owns.
+	partSeen, owned []int32
+	// Each member's claimed tasks, back to back; a claim of some of its
+	// task's partitions only is the task's complement (^task, negative).
 	claimed, claimedAt []int32
+	partial            bool // some claim is partial
 	// lastPos[k] is the position of the last member's k-th owned topic, -1
 	// for none: members report their topics in the same order, so a
 	// comparison with it mostly spares hashing the topic.
 	lastPos []int
 }
 
-func (t *topology) newClaims(members int) *claimsBuilder {
+// newClaims returns a builder of the claims of members, in s's memory.
+func (t *topology) newClaims(members int, s *scratch) *claimsBuilder {
 	nt := len(t.tasks)
-	c := &claims{gen: make([]int32, members), task: make([]taskClaims, nt+1), wholeAt: make([]int32, members+1),
-		whole: make([]int32, 0, nt)} // sized for a group that owns each task once
-	for i := range c.task {
-		c.task[i].newest = math.MinInt32
-	}
-	cb := &claimsBuilder{t: t, c: c, claimed: make([]int32, 0, nt), claimedAt: make([]int32, members+1)}
+	s.task = zeroed(s.task, nt+1)
+	c := &claims{gen: make([]int32, members), task: s.task, wholeAt: make([]int32, members+1)}
+	cb := &claimsBuilder{t: t, c: c, s: s, claimed: emptied(s.claimed, nt), claimedAt: make([]int32, members+1)}
 	if t.nParts > nt {
-		cb.partSeen = make([]int32, t.nParts)
+		cb.partSeen, cb.owned = make([]int32, t.nParts), make([]int32, nt)
 	}
 	return cb
 }
@@ -221,9 +250,11 @@ func (t *topology) newClaims(members int) *claimsBuilder {
 // add reads member m's report; members come in order.
 func (cb *claimsBuilder) add(m int, meta *consumerMetadata) {
 	t, c := cb.t, cb.c
-	gen := meta.generation
-	c.gen[m] = gen
+	c.gen[m] = meta.generation
 	stamp := int32(m + 1)
+	// The list grows in a local: an append to a field of cb writes a slice
+	// through a pointer, a write barrier while the collector runs.
+	claimed, whole := cb.claimed, int32(0)
 	owned := meta.ownedPartitions()
 	for k := 0; ; k++ {
 		topic, partitions, ok := owned.next()
@@ -251,28 +282,40 @@ func (cb *claimsBuilder) add(m int, meta *consumerMetadata) {
 			}
 			task := first + int(p)
 			tc := &c.task[task]
-			if nTopics > 1 {
-				if cb.partSeen[t.partBase[pos]+int(p)] == stamp {
-					continue
+			if nTopics == 1 {
+				if tc.seen != stamp {
+					tc.seen = stamp
+					claimed = append(claimed, int32(task))
+					tc.at++
+					whole++
 				}
-				cb.partSeen[t.partBase[pos]+int(p)] = stamp
-			} else if tc.seen == stamp {
 				continue
 			}
-			tc.newest = max(tc.newest, gen)
+			if cb.partSeen[t.partBase[pos]+int(p)] == stamp {
+				continue
+			}
+			cb.partSeen[t.partBase[pos]+int(p)] = stamp
 			if tc.seen != stamp {
-				tc.seen, tc.owned = stamp, 0
-				cb.claimed = append(cb.claimed, int32(task))
+				tc.seen, cb.owned[task] = stamp, 0
+				claimed = append(claimed, int32(task))
 				tc.at++
 			}
-			if tc.owned++; tc.owned == nTopics {
-				c.whole = append(c.whole, int32(task))
+			if cb.owned[task]++; cb.owned[task] == nTopics {
+				whole++
 			}
 		}
 	}
-	cb.claimedAt[m+1] = int32(len(cb.claimed))
-	slices.Sort(c.whole[c.wholeAt[m]:]) // owned partitions come by topic name
-	c.wholeAt[m+1] = int32(len(c.whole))
+	if cb.partSeen != nil { // a subtopology has several topics: mark the partial claims
+		for k := cb.claimedAt[m]; k < int32(len(claimed)); k++ {
+			task := claimed[k]
+			if n := int32(len(t.subs[t.taskSub[task]].Topics)); n > 1 && cb.owned[task] < n {
+				claimed[k], cb.partial = ^task, true
+			}
+		}
+	}
+	cb.claimed = claimed
+	cb.claimedAt[m+1] = int32(len(claimed))
+	c.wholeAt[m+1] = c.wholeAt[m] + whole
 }
 
 // finish returns the claims of every member added.
@@ -285,29 +328,59 @@ func (cb *claimsBuilder) finish() *claims {
 		c.task[task].at += c.task[task-1].at
 	}
 	c.task[nt].at = int32(len(cb.claimed))
-	c.by = make([]int32, len(cb.claimed))
+	cb.s.claimed = cb.claimed
+	c.by = zeroed(cb.s.by, len(cb.claimed))
+	cb.s.by = c.by
+	var partial []bool // per claim in by
+	if cb.partial {
+		partial = make([]bool, len(cb.claimed))
+	}
 	for m := len(c.gen) - 1; m >= 0; m-- {
 		for _, task := range cb.claimed[cb.claimedAt[m]:cb.claimedAt[m+1]] {
+			whole := task >= 0
+			if !whole {
+				task = ^task
+			}
 			c.task[task].at--
 			c.by[c.task[task].at] = int32(m)
+			if !whole {
+				partial[c.task[task].at] = true
+			}
+		}
+	}
+	// Members report their partitions by topic name, not in task order:
+	// reading the whole claims back by task lists each member's ascending,
+	// in a pass over the claims instead of a sort per member (which was a
+	// third of reading the claims, BenchmarkLeaderRebalance). They fill
+	// claimed's memory, free now that by holds the claims.
+	c.whole = cb.claimed[:c.wholeAt[len(c.gen)]]
+	next := slices.Clone(c.wholeAt)
+	for task := range nt {
+		for k := c.task[task].at; k < c.task[task+1].at; k++ {
+			if partial == nil || !partial[k] {
+				m := c.by[k]
+				c.whole[next[m]] = int32(task)
+				next[m]++
+			}
 		}
 	}
 	return c
 }
 
-// assignmentUserData encodes the tags of a member's assignment. The
-// coordinator's member ID says whose it is, so it carries the placeholder
-// workerID; the active tasks travel as partitions, so its assigned list
-// holds only the learned ones (the wire format wants learned tasks among
-// the assigned): for 100 tasks a member that saves 200 bytes in the
-// group's stored metadata. ParseSyncAssignment rebuilds the list. Most
-// members have no tags: they share one encoding, made by New.
-func (b *Balancer) assignmentUserData(as learner.Assignment) ([]byte, error) {
-	if len(as.Revoked)+len(as.Learning)+len(as.Learned)+len(as.Standby) == 0 {
+// assignmentUserData encodes the tags of a member's assignment: its
+// learned and learning tasks (indices, ascending), revoked and standby
+// ones. The coordinator's member ID says whose it is, so it carries the
+// placeholder workerID; the active tasks travel as partitions, so its
+// assigned list holds only the learned ones (the wire format wants learned
+// tasks among the assigned): for 100 tasks a member that saves 200 bytes
+// in the group's stored metadata. ParseSyncAssignment rebuilds the list.
+// Most members have no tags: they share one encoding, made by New.
+func (b *Balancer) assignmentUserData(learned, learning []int32, revoked, standby []string) ([]byte, error) {
+	if len(revoked)+len(learning)+len(learned)+len(standby) == 0 {
 		return b.untagged, nil
 	}
-	as.MemberID, as.Assigned = workerID, as.Learned
-	return b.codec.AppendAssignment(nil, as)
+	return b.codec.AppendIndexedAssignment(nil, wire.IndexedAssignment{MemberID: workerID, Assigned: learned, Learned: learned,
+		Learning: learning, Revoked: revoked, Standby: standby})
 }
 
 // The lists of a member's report in the order disjoint gives them
@@ -397,13 +470,30 @@ func (s *taskMarks) get(t int) (uint8, bool) {
 	return s.val[t], true
 }
 
-// handOff is handOver's result: per member of Assign's output, what to
-// send it and its active tasks by index; by task index, which tasks were
-// deferred.
+// handOff is handOver's result: per member of Assign's output, its active,
+// learned and learning tasks by index, ascending, and its revoked and
+// standby ones in sent; by task index, which tasks were deferred. The
+// leader sends active tasks as partitions and the tags by index (building
+// the IDs took a tenth of the leader's rebalance, and the encoder looked
+// them up again, BenchmarkLeaderRebalance), so the indices are the truth:
+// sent's other lists are Assign's, stale for the members whose lists
+// changed (touched). assignments builds them for the Round.
 type handOff struct {
-	sent     []learner.Assignment
-	active   [][]int32
-	deferred []deferral
+	sent                      []learner.Assignment
+	active, learned, learning [][]int32
+	touched                   []bool // members whose lists differ from Assign's
+	deferred                  []deferral
+}
+
+// assignments returns what h sends, with every list as IDs.
+func (b *Balancer) assignments(h handOff) []learner.Assignment {
+	for i, touched := range h.touched {
+		if touched {
+			as := &h.sent[i]
+			as.Assigned, as.Learned, as.Learning = b.ids(h.active[i]), b.ids(h.learned[i]), b.ids(h.learning[i])
+		}
+	}
+	return h.sent
 }
 
 // handOver applies Kafka's constraint to Assign's result: a partition goes
@@ -420,38 +510,48 @@ type handOff struct {
 //
 // memberOf maps out's positions to members. The lists of a member no
 // deferral touches are Assign's own.
-func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignment) (handOff, error) {
+func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []learner.Assignment, s *scratch) (handOff, error) {
 	outOf := make([]int32, len(c.gen)) // member -> output
 	total := 0
 	for i, as := range out {
 		outOf[memberOf[i]] = int32(i)
 		total += len(as.Assigned)
 	}
-	h := handOff{sent: slices.Clone(out), active: make([][]int32, len(out)), deferred: make([]deferral, len(b.topo.tasks))}
-	pool := make([]int32, 0, total)
-	touched := make([]bool, len(out)) // members whose lists a deferral changes
-	var keeps []uint64                // keeper<<32 | task of every kept task
+	s.deferred = zeroed(s.deferred, len(b.topo.tasks))
+	h := handOff{sent: slices.Clone(out), active: make([][]int32, len(out)), learned: make([][]int32, len(out)),
+		learning: make([][]int32, len(out)), touched: make([]bool, len(out)), deferred: s.deferred}
+	pool := emptied(s.pool, total)
+	var keeps []keep
 	for i, as := range out {
 		mi, from := memberOf[i], len(pool)
-		// Most of what Assign gives a member it already owned, and both
-		// lists are in topology order: an ID equal to the next owned
+		// Most of what Assign gives a member it got as active, and both
+		// lists are in topology order: an ID equal to the next such
 		// task's (the same string, so the comparison stops at the
-		// pointer) needs no parsing.
-		owned := c.whole[c.wholeAt[mi]:c.wholeAt[mi+1]]
+		// pointer) needs no parsing. The member runs such a task by a
+		// current claim, so it keeps it whoever else claims it: no claim
+		// to read (a cache miss per task).
+		next, end := in.at[mi], in.at[mi+1]
 		for _, id := range as.Assigned {
 			var t int
-			if len(owned) > 0 && b.topo.tasks[owned[0]].ID == id {
-				t, owned = int(owned[0]), owned[1:]
-			} else if len(owned) > 1 && b.topo.tasks[owned[1]].ID == id { // one task moved away
-				t, owned = int(owned[1]), owned[2:]
-			} else if t = b.assignor.TaskIndex(id); t < 0 {
-				return handOff{}, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
-			} else {
-				for len(owned) > 0 && int(owned[0]) < t {
-					owned = owned[1:]
+			switch {
+			case next < end && in.ids[next] == id:
+				t = int(in.idx[next])
+			case next+1 < end && in.ids[next+1] == id: // one task moved away
+				next++
+				t = int(in.idx[next])
+			default:
+				if t = b.assignor.TaskIndex(id); t < 0 {
+					return handOff{}, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
+				}
+				for next < end && int(in.idx[next]) < t {
+					next++
 				}
 			}
 			pool = append(pool, int32(t))
+			if next < end && int(in.idx[next]) == t {
+				next++
+				continue
+			}
 			cs := c.claimers(t)
 			owns, other := false, false
 			for _, m := range cs {
@@ -464,43 +564,69 @@ func (b *Balancer) handOver(c *claims, memberOf []int32, out []learner.Assignmen
 			if owns || !other {
 				continue
 			}
-			h.deferred[t], touched[i] = withheld, true // i learns the task instead of running it
+			h.deferred[t], h.touched[i] = withheld, true // i learns the task instead of running it
 			k := slices.IndexFunc(cs, func(m int32) bool { return m != mi && c.current(m, t) })
 			if k < 0 {
 				continue // only stale claims: withheld
 			}
 			j := outOf[cs[k]] // keeps running it, tagged learned, for one generation
-			h.deferred[t], touched[j] = kept, true
-			keeps = append(keeps, uint64(j)<<32|uint64(t))
+			h.deferred[t], h.touched[j] = kept, true
+			keeps = append(keeps, keep{j, int32(t)})
 		}
 		h.active[i] = pool[from:len(pool):len(pool)]
-		if !slices.IsSorted(h.active[i]) { // Assign documents topology order; the encoding relies on it
-			slices.Sort(h.active[i])
+		var err error
+		if h.learned[i], err = b.indices(as.Learned); err != nil {
+			return handOff{}, err
+		}
+		if h.learning[i], err = b.indices(as.Learning); err != nil {
+			return handOff{}, err
+		}
+		for _, l := range [...][]int32{h.active[i], h.learned[i], h.learning[i]} {
+			if !slices.IsSorted(l) { // Assign documents topology order; the encodings rely on it
+				slices.Sort(l)
+			}
 		}
 	}
-	slices.Sort(keeps)
+	s.pool = pool
+	// The kept tasks by keeper, placed by counting rather than sorted
+	// (the sort was a tenth of handOver, BenchmarkLeaderRebalance): each
+	// keeper's are kept[at[j]:at[j+1]], a few tasks to sort.
+	at := make([]int32, len(out)+1)
+	for _, k := range keeps {
+		at[k.keeper+1]++
+	}
+	for j := range out {
+		at[j+1] += at[j]
+	}
+	kept, next := make([]int32, len(keeps)), slices.Clone(at)
+	for _, k := range keeps {
+		kept[next[k.keeper]] = k.task
+		next[k.keeper]++
+	}
 	for i := range out {
-		if !touched[i] {
-			continue
-		}
-		var mine []int32 // the tasks i keeps, ascending
-		for len(keeps) > 0 && keeps[0]>>32 == uint64(i) {
-			mine, keeps = append(mine, int32(uint32(keeps[0]))), keeps[1:]
-		}
-		if err := b.redo(&h, i, mine); err != nil {
-			return handOff{}, err
+		if h.touched[i] {
+			mine := kept[at[i]:at[i+1]:at[i+1]] // the tasks i keeps
+			slices.Sort(mine)
+			b.redo(&h, i, mine)
 		}
 	}
 	return h, nil
 }
 
+// keep is a task that its owner keeps one more generation (see handOver):
+// keeper is its position in Assign's output.
+type keep struct{ keeper, task int32 }
+
 // redo rewrites member i's lists after its deferrals: the deferred tasks of
-// its Assigned move to Learning, and the tasks it keeps join Assigned and
-// Learned and leave Revoked and Standby. Assigned, Learning and Learned
-// stay in topology order; the others keep their order.
-func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
+// its active ones move to its learning ones, and the tasks it keeps join
+// its active and learned ones and leave Revoked and Standby. The lists of
+// indices stay ascending; Revoked and Standby keep their order.
+func (b *Balancer) redo(h *handOff, i int, keeps []int32) {
 	as := &h.sent[i]
-	var stay, moved []int32
+	// The tasks that stay are filtered in place: active is i's own
+	// window of handOver's pool.
+	stay := h.active[i][:0]
+	var moved []int32
 	for _, t := range h.active[i] {
 		if h.deferred[t] == notDeferred {
 			stay = append(stay, t)
@@ -508,24 +634,18 @@ func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
 			moved = append(moved, t)
 		}
 	}
-	active := merge(stay, keeps)
-	h.active[i] = active
-	as.Assigned = b.ids(active)
-	learned, err := b.indices(as.Learned, 0)
-	if err != nil {
-		return err
+	h.active[i] = stay
+	// Learned tasks are among i's assigned ones: a deferred one is i's to
+	// learn. (learned and learning are i's own slices.)
+	learned := slices.DeleteFunc(h.learned[i], func(t int32) bool { return h.deferred[t] != notDeferred })
+	h.learned[i] = learned
+	if len(keeps) > 0 {
+		h.active[i], h.learned[i] = merge(stay, keeps), merge(learned, keeps)
 	}
-	// Learned tasks are among i's assigned ones: a deferred one is i's to learn.
-	learned = slices.DeleteFunc(learned, func(t int32) bool { return h.deferred[t] != notDeferred })
-	slices.Sort(learned)
-	as.Learned = b.ids(merge(learned, keeps))
-	learning, err := b.indices(as.Learning, len(moved))
-	if err != nil {
-		return err
+	if len(moved) > 0 {
+		h.learning[i] = append(h.learning[i], moved...)
+		slices.Sort(h.learning[i])
 	}
-	learning = append(learning, moved...)
-	slices.Sort(learning)
-	as.Learning = b.ids(learning)
 	if len(keeps) > 0 {
 		kept := func(id string) bool {
 			_, found := slices.BinarySearch(keeps, int32(b.assignor.TaskIndex(id)))
@@ -534,7 +654,6 @@ func (b *Balancer) redo(h *handOff, i int, keeps []int32) error {
 		as.Revoked = slices.DeleteFunc(slices.Clone(as.Revoked), kept)
 		as.Standby = slices.DeleteFunc(slices.Clone(as.Standby), kept)
 	}
-	return nil
 }
 
 // merge returns the ascending x and y, disjoint, merged in a new slice.
@@ -550,10 +669,10 @@ func merge(x, y []int32) []int32 {
 	return append(append(out, x...), y...)
 }
 
-// indices returns the task indices of ids, which Assign returned, with room
-// for more.
-func (b *Balancer) indices(ids []string, more int) ([]int32, error) {
-	out := make([]int32, 0, len(ids)+more)
+// indices returns the task indices of ids, which Assign returned, in a
+// slice of their own.
+func (b *Balancer) indices(ids []string) ([]int32, error) {
+	out := make([]int32, 0, len(ids))
 	for _, id := range ids {
 		t := b.assignor.TaskIndex(id)
 		if t < 0 {

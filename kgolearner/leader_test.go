@@ -1,17 +1,21 @@
 package kgolearner
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
 
+	"github.com/learnerassignor/learner"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// partitionsOf returns the partitions of tasks (IDs; unknown ones have
-// none) as the leader sends them, by topic in name order.
-func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentTopic {
+// taskIndices returns the indices of tasks (IDs; unknown ones have none),
+// ascending, without repeats.
+func (b *Balancer) taskIndices(tasks []string) []int32 {
 	var idx []int32
 	for _, id := range tasks {
 		if t := b.assignor.TaskIndex(id); t >= 0 {
@@ -19,8 +23,14 @@ func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentT
 		}
 	}
 	slices.Sort(idx)
+	return slices.Compact(idx)
+}
+
+// partitionsOf returns the partitions of tasks (IDs; unknown ones have
+// none) as the leader sends them, by topic in name order.
+func (b *Balancer) partitionsOf(tasks []string) []kmsg.ConsumerMemberAssignmentTopic {
 	w := assignmentWriter{t: b.topo}
-	raw := w.append(nil, slices.Compact(idx), nil)
+	raw := w.append(nil, b.taskIndices(tasks), nil)
 	var ka kmsg.ConsumerMemberAssignment
 	if err := ka.ReadFrom(raw); err != nil {
 		panic(err) // assignmentWriter.append wrote what kmsg cannot read
@@ -52,5 +62,91 @@ func TestAssignmentWriterMatchesKmsg(t *testing.T) {
 		w := assignmentWriter{t: b.topo}
 		got := w.append([]byte("prefix"), c.tasks, c.userData)
 		assert.Equal(t, want.AppendTo([]byte("prefix")), got, "assignmentWriter.append(tasks %v, user data %v)", c.tasks, c.userData)
+	}
+}
+
+// TestAssignmentWriterOrdersManyTopics checks assignmentWriter.append
+// against kmsg's encoder with 20 topics whose name order reverses the
+// topology's, both for a member holding tasks of a few topics (whose ranks
+// it sorts) and of many (it walks every rank), twice with one writer.
+func TestAssignmentWriterOrdersManyTopics(t *testing.T) {
+	var subs []Subtopology
+	for i := range 20 {
+		subs = append(subs, Subtopology{Topics: []string{fmt.Sprintf("topic-%02d", 19-i)}, Partitions: 3})
+	}
+	b := newTestBalancer(t, subs)
+	w := assignmentWriter{t: b.topo}
+	for _, tasks := range [][]int32{
+		{4, 5, 46},               // two topics: sorted
+		{0, 2, 4, 7, 20, 33, 59}, // six: walked
+		{1, 58},                  // sorted, after a walk
+		{0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 42, 45, 48, 51, 54, 57}, // all
+	} {
+		topics := map[string][]int32{}
+		for _, task := range tasks {
+			topic := subs[task/3].Topics[0]
+			topics[topic] = append(topics[topic], task%3)
+		}
+		want := kmsg.NewConsumerMemberAssignment()
+		for _, topic := range slices.Sorted(maps.Keys(topics)) {
+			want.Topics = append(want.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic, Partitions: topics[topic]})
+		}
+		assert.Equal(t, want.AppendTo(nil), w.append(nil, tasks, nil), "assignmentWriter.append(tasks %v)", tasks)
+	}
+}
+
+// TestClaimsReadBack checks the claims the leader reads from the members'
+// owned partitions: the tasks each member owns whole come out ascending
+// whatever order the partitions came in, a repeated partition counts once,
+// a task of two topics owned in one of them is claimed but not whole, and
+// each task's claimers are in member order.
+func TestClaimsReadBack(t *testing.T) {
+	b := newTestBalancer(t, testTopology) // 0_0-0_2: orders and payments; 1_0, 1_1: clicks
+	j, err := b.readJoin([]kmsg.JoinGroupResponseMember{
+		b.joinMember("S1", nil, map[string][]int32{"orders": {2, 0, 1, 1}, "payments": {1, 2}, "clicks": {1, 0}}),
+		b.joinMember("S2", nil, map[string][]int32{"payments": {0}, "clicks": {1}}),
+		b.joinMember("S3", nil, map[string][]int32{"payments": {0}, "orders": {0}}),
+	})
+	require.NoError(t, err)
+	c := j.claims
+	for m, want := range [][]int32{{1, 2, 3, 4}, {4}, {0}} {
+		assert.Equal(t, want, c.whole[c.wholeAt[m]:c.wholeAt[m+1]], "tasks member %d owns whole", m)
+	}
+	for task, want := range [][]int32{{0, 1, 2}, {0}, {0}, {0}, {0, 1}} {
+		assert.Equal(t, want, c.claimers(task), "claimers of task %d", task)
+	}
+}
+
+// TestLeaderReusesScratch checks that a leader's rebalances do not leak into
+// each other through the working memory a Balancer keeps between them
+// (scratch): rebalances of two groups in turn on one Balancer send what a
+// new Balancer sends for each, and a group balanced once is not balanced
+// again.
+func TestLeaderReusesScratch(t *testing.T) {
+	groups := func(b *Balancer) [][]kmsg.JoinGroupResponseMember {
+		return [][]kmsg.JoinGroupResponseMember{{
+			b.joinMember("S1", b.encodeMember(t, learner.MemberMetadata{}), everything),
+			b.joinMember("S2", b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0"}, Ready: []string{"0_0"}}), nil),
+		}, {
+			b.joinMember("S1", b.encodeMember(t, learner.MemberMetadata{Revoked: []string{"0_0"}}),
+				map[string][]int32{"orders": {1}, "payments": {1}}),
+			b.joinMember("S2", b.encodeMember(t, learner.MemberMetadata{}), map[string][]int32{"clicks": {0, 1}}),
+			b.joinMember("S3", b.encodeMember(t, learner.MemberMetadata{}), map[string][]int32{"orders": {2}, "payments": {2}}),
+		}}
+	}
+	sync := func(b *Balancer, members []kmsg.JoinGroupResponseMember) kgo.IntoSyncAssignment {
+		gb, _, err := b.MemberBalancer(members)
+		require.NoError(t, err)
+		into, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(testCounts)
+		require.NoError(t, err)
+		_, err = gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(testCounts)
+		assert.Error(t, err, "BalanceOrError of a group balanced already")
+		return into
+	}
+	b := newTestBalancer(t, testTopology)
+	for round, g := range [...]int{0, 1, 0, 1} {
+		fresh := newTestBalancer(t, testTopology)
+		assert.Equal(t, sync(fresh, groups(fresh)[g]).IntoSyncAssignment(), sync(b, groups(b)[g]).IntoSyncAssignment(),
+			"rebalance %d (group %d): the assignments sent, against a new Balancer's", round, g)
 	}
 }

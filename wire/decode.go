@@ -55,7 +55,7 @@ func (c *Codec) DecodeMember(b []byte) (learner.MemberMetadata, error) {
 	if len(lags) > 0 {
 		m.Lag = make([]learner.TaskLag, 0, len(lags))
 		for i, t := range lag.idx {
-			m.Lag = append(m.Lag, learner.TaskLag{Task: c.tasks[t].ID, Lag: lags[i]})
+			m.Lag = append(m.Lag, learner.TaskLag{Task: c.taskID(t), Lag: lags[i]})
 		}
 		for i, name := range lag.names {
 			m.Lag = append(m.Lag, learner.TaskLag{Task: name, Lag: lags[len(lag.idx)+i]})
@@ -268,7 +268,7 @@ func (d *decoder) gaps(what string, count uint64, match bool) []int32 {
 	if match && count > 0 {
 		idx = d.indices(int(count))
 	}
-	nt, next := uint64(len(d.c.tasks)), uint64(0)
+	nt, next := uint64(d.c.taskCount()), uint64(0)
 	for range count {
 		// Gaps of a member's share of a big topology take one or two
 		// bytes: read those here, the rest (and the errors) through
@@ -315,7 +315,7 @@ func (d *decoder) bitset(what string, count uint64, match bool) []int32 {
 	if !match {
 		return nil
 	}
-	nt := uint64(len(d.c.tasks))
+	nt := uint64(d.c.taskCount())
 	if last := uint64(span*8 - 1 - bits.LeadingZeros8(bs[span-1])); first >= nt || last >= nt-first {
 		d.fail("%s: bitset of tasks %d to %d beyond the topology's %d tasks", what, first, first+last, nt)
 		return nil

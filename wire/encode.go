@@ -61,7 +61,7 @@ func (c *Codec) AppendMember(b []byte, m learner.MemberMetadata) ([]byte, error)
 	}
 	b = lag.appendTo(b)
 	for _, t := range lag.idx {
-		b = binary.AppendUvarint(b, uint64(lagOf[c.tasks[t].ID]))
+		b = binary.AppendUvarint(b, uint64(lagOf[c.taskID(t)]))
 	}
 	for _, name := range lag.names {
 		b = binary.AppendUvarint(b, uint64(lagOf[name]))
@@ -86,12 +86,78 @@ func (c *Codec) AppendAssignment(b []byte, as learner.Assignment) ([]byte, error
 	if err != nil {
 		return fail(err)
 	}
+	return c.appendAssignment(b, as.MemberID, &sets), nil
+}
+
+// IndexedAssignment is a learner.Assignment whose assigned, learning and
+// learned tasks are given by their index in the topology (their position in
+// learner.Assignor.Tasks), each list strictly increasing. Revoked and
+// Standby hold IDs, as in learner.Assignment: a revoked task may be one the
+// topology lacks.
+type IndexedAssignment struct {
+	MemberID                    string
+	Assigned, Learning, Learned []int32
+	Revoked, Standby            []string
+}
+
+// AppendIndexedAssignment appends the encoding of as to b: the bytes
+// AppendAssignment appends for the same assignment by ID, without building
+// the IDs and looking them up again, for a leader that keeps tasks as
+// indices. It fails, wrapping learner.ErrInvalidMember, on what
+// AppendAssignment refuses and on an index outside the topology or a list
+// not strictly increasing.
+func (c *Codec) AppendIndexedAssignment(b []byte, as IndexedAssignment) ([]byte, error) {
+	fail := func(err error) ([]byte, error) {
+		return nil, fmt.Errorf("wire: encode assignment of %q: %v: %w", as.MemberID, err, learner.ErrInvalidMember)
+	}
+	if err := checkID("member ID", as.MemberID); err != nil {
+		return fail(err)
+	}
+	var sets [nLists]taskset
+	var err error
+	for _, l := range [...]struct {
+		list int
+		idx  []int32
+	}{{listAssigned, as.Assigned}, {listLearning, as.Learning}, {listReady, as.Learned}} {
+		if sets[l.list], err = c.indexed(assignmentKind.lists[l.list], l.idx); err != nil {
+			return fail(err)
+		}
+	}
+	if sets[listRevoked], err = c.intern(assignmentKind.lists[listRevoked], as.Revoked); err != nil {
+		return fail(err)
+	}
+	if sets[listStandby], err = c.intern(assignmentKind.lists[listStandby], as.Standby); err != nil {
+		return fail(err)
+	}
+	if err := assignmentKind.check(c, &sets); err != nil {
+		return fail(err)
+	}
+	return c.appendAssignment(b, as.MemberID, &sets), nil
+}
+
+// appendAssignment appends an assignment whose lists passed assignmentKind's
+// checks.
+func (c *Codec) appendAssignment(b []byte, memberID string, sets *[nLists]taskset) []byte {
 	b = c.appendHeader(b, wireKindAssignment)
-	b = appendString(b, as.MemberID)
+	b = appendString(b, memberID)
 	for i := range sets {
 		b = sets[i].appendTo(b)
 	}
-	return b, nil
+	return b
+}
+
+// indexed returns idx as a taskset, checking that its indices are in the
+// topology and strictly increasing.
+func (c *Codec) indexed(what string, idx []int32) (taskset, error) {
+	for i, t := range idx {
+		if t < 0 || int(t) >= c.taskCount() {
+			return taskset{}, fmt.Errorf("task index %d in %s outside the topology's %d tasks", t, what, c.taskCount())
+		}
+		if i > 0 && t <= idx[i-1] {
+			return taskset{}, fmt.Errorf("task indices in %s not strictly increasing (%d after %d)", what, t, idx[i-1])
+		}
+	}
+	return taskset{idx: idx}, nil
 }
 
 func (c *Codec) appendHeader(b []byte, kind byte) []byte {
@@ -140,7 +206,7 @@ func (c *Codec) intern(what string, ids []string) (taskset, error) {
 	slices.Sort(s.idx)
 	for i := 1; i < len(s.idx); i++ {
 		if s.idx[i] == s.idx[i-1] {
-			return taskset{}, fmt.Errorf("task %q listed twice in %s", c.tasks[s.idx[i]].ID, what)
+			return taskset{}, fmt.Errorf("task %q listed twice in %s", c.taskID(s.idx[i]), what)
 		}
 	}
 	if len(s.names) > 1 {

@@ -92,7 +92,7 @@ func memberFromRecipe(c *Codec, data []byte) learner.MemberMetadata {
 	loose := len(data) > 0 && data[0]&1 == 1
 	seen, seenReady, seenLag := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i, x := range data {
-		id := c.tasks[int(x)%len(c.tasks)].ID
+		id := c.taskID(int32(int(x) % c.taskCount()))
 		if x >= 0xf0 {
 			id = fmt.Sprintf("gone-%d", x&0x0f)
 		}

@@ -38,14 +38,14 @@ var (
 // leave them).
 func (k *kind) check(c *Codec, sets *[nLists]taskset) error {
 	if t, x, y, ok := sharedIndex(sets, k.disjoint); ok {
-		return fmt.Errorf("task %q listed in both %s and %s", c.tasks[t].ID, k.lists[x], k.lists[y])
+		return fmt.Errorf("task %q listed in both %s and %s", c.taskID(t), k.lists[x], k.lists[y])
 	}
 	if name, x, y, ok := sharedName(sets, k.disjoint); ok {
 		return fmt.Errorf("task %q listed in both %s and %s", name, k.lists[x], k.lists[y])
 	}
 	sub, of := &sets[k.subset], &sets[k.of]
 	if t, ok := missingIndex(sub.idx, of.idx); ok {
-		return fmt.Errorf("%s task %q is not in %s", k.lists[k.subset], c.tasks[t].ID, k.lists[k.of])
+		return fmt.Errorf("%s task %q is not in %s", k.lists[k.subset], c.taskID(t), k.lists[k.of])
 	}
 	if len(sub.names) > 0 {
 		in := make(map[string]bool, len(of.names))

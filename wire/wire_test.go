@@ -473,3 +473,53 @@ func BenchmarkWireDecodeMember(b *testing.B) {
 		}
 	}
 }
+
+// TestWireIndexedAssignment checks AppendIndexedAssignment against
+// AppendAssignment, byte for byte, and its refusals: what AppendAssignment
+// refuses, and indices outside the topology or out of order.
+func TestWireIndexedAssignment(t *testing.T) {
+	c := wireTopology(t, 100) // 103 tasks
+	indices := func(ids []string) []int32 {
+		var idx []int32
+		for _, id := range ids {
+			idx = append(idx, int32(c.a.TaskIndex(id)))
+		}
+		slices.Sort(idx)
+		return idx
+	}
+	indexed := func(as learner.Assignment) IndexedAssignment {
+		return IndexedAssignment{MemberID: as.MemberID, Assigned: indices(as.Assigned), Learning: indices(as.Learning),
+			Learned: indices(as.Learned), Revoked: as.Revoked, Standby: as.Standby}
+	}
+	for _, as := range append(slices.Clone(wireAssignments), learner.Assignment{MemberID: "S3", Assigned: denseIDs(0, 60), Learned: denseIDs(2, 9)}) {
+		want, err := c.AppendAssignment([]byte("prefix"), as)
+		require.NoError(t, err, "AppendAssignment(%+v)", as)
+		got, err := c.AppendIndexedAssignment([]byte("prefix"), indexed(as))
+		require.NoError(t, err, "AppendIndexedAssignment(%+v)", indexed(as))
+		assert.Equal(t, want, got, "AppendIndexedAssignment(%+v), against AppendAssignment(%+v)", indexed(as), as)
+	}
+	type refusal struct {
+		name string
+		as   IndexedAssignment
+		msg  string
+	}
+	refused := []refusal{
+		{"index past the topology", IndexedAssignment{MemberID: "S1", Assigned: []int32{2, 103}}, "task index 103 in assigned outside the topology's 103 tasks"},
+		{"negative index", IndexedAssignment{MemberID: "S1", Learning: []int32{-1}}, "task index -1 in learning outside"},
+		{"out of order", IndexedAssignment{MemberID: "S1", Assigned: []int32{5, 3}}, "task indices in assigned not strictly increasing (3 after 5)"},
+		{"repeated", IndexedAssignment{MemberID: "S1", Assigned: []int32{4}, Learned: []int32{4, 4}}, "task indices in learned not strictly increasing"},
+	}
+	for _, tc := range refusedAssignments {
+		unknown := func(id string) bool { return c.a.TaskIndex(id) < 0 }
+		if slices.ContainsFunc(slices.Concat(tc.as.Assigned, tc.as.Learning, tc.as.Learned), unknown) {
+			continue // a task the topology lacks has no index
+		}
+		refused = append(refused, refusal{tc.name, indexed(tc.as), tc.msg})
+	}
+	for _, tc := range refused {
+		b, err := c.AppendIndexedAssignment(nil, tc.as)
+		if assert.ErrorIs(t, err, learner.ErrInvalidMember, "%s: AppendIndexedAssignment(%+v) = %x", tc.name, tc.as, b) {
+			assert.Contains(t, err.Error(), tc.msg, "%s: AppendIndexedAssignment(%+v)", tc.name, tc.as)
+		}
+	}
+}
