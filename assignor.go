@@ -1,10 +1,19 @@
 package learner
 
+import "sync"
+
 // Assignor assigns the tasks of one topology. It is immutable once built and
-// safe for concurrent use.
+// safe for concurrent use; it must not be copied once used.
+//
+// Between calls it keeps the working memory of Assign for the next call,
+// until two garbage collections pass without a call: about 20 bytes a task
+// after a stable group, up to about 100 after one that balanced and placed
+// standbys (measured at 1,000 members and 100,000 tasks).
 type Assignor struct {
 	topology
 	opts Options
+	// scratch pools the working memory of Assign calls (scratch.go).
+	scratch sync.Pool
 }
 
 // New returns an Assignor for the given tasks (in the order every assignment
@@ -43,7 +52,9 @@ func (a *Assignor) Options() Options { return a.opts }
 // never lost or duplicated; malformed reports are an error wrapping
 // ErrInvalidMember that names the member and the task.
 func (a *Assignor) Assign(members []MemberMetadata) ([]Assignment, error) {
-	g, err := ingest(&a.topology, a.opts, members)
+	s := getScratch(&a.scratch)
+	defer putScratch(&a.scratch, s) // output below shares no memory with s
+	g, err := ingest(&a.topology, a.opts, members, s)
 	if err != nil {
 		return nil, err
 	}

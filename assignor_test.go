@@ -244,3 +244,54 @@ func TestAssignErrorsAreWrapped(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrInvalidMember))
 	assert.False(t, errors.Is(err, ErrInvalidTopology))
 }
+
+// TestAssignConcurrentCallsAgree runs Assign from several goroutines at
+// once on one Assignor, with groups of different sizes and events (so the
+// working memory one call leaves for the next never fits it exactly), a
+// malformed group among them, and checks every result against the same
+// call made alone. Under -race it also checks that calls share no state
+// but the pool of working memory.
+func TestAssignConcurrentCallsAgree(t *testing.T) {
+	tasks := benchTopology(3000)
+	a, err := New(tasks, Options{})
+	require.NoError(t, err)
+	var inputs [][]MemberMetadata
+	for _, members := range []int{7, 40, 150} {
+		for _, ev := range []benchEvent{eventStable, eventScaleUp, eventScaleDown, eventCrash, eventPromote} {
+			inputs = append(inputs, benchMembers(tasks, members, ev))
+		}
+	}
+	bad := slices.Clone(inputs[0])
+	bad[0].Capacity = -1
+	inputs = append(inputs, bad)
+	type result struct {
+		out []Assignment
+		err error
+	}
+	want := make([]result, len(inputs))
+	for i, in := range inputs {
+		want[i].out, want[i].err = a.Assign(in)
+	}
+	const workers, calls = 4, 40
+	got := make([][]result, workers)
+	done := make(chan struct{})
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for c := range calls {
+				i := (w*7 + c*3) % len(inputs)
+				out, err := a.Assign(inputs[i])
+				got[w] = append(got[w], result{out, err})
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	for w := range workers {
+		for c, r := range got[w] {
+			i := (w*7 + c*3) % len(inputs)
+			require.Equal(t, want[i], r, "Assign(input %d) from goroutine %d, call %d, differs from the call made alone", i, w, c)
+		}
+	}
+}

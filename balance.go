@@ -270,7 +270,7 @@ func (g *group) balance() {
 	// that received stops at the lightest's level, so it never gives. Only
 	// they get movable lists and a place in the donor queue; the queue's top
 	// is the same as with every member in it whenever a move is worth it.
-	gives := make([]bool, len(g.load))
+	gives := g.scratch.bools.make(len(g.load))
 	var givers []int32
 	for m := range int32(len(g.load)) {
 		if gives[m] = !g.leaving[m] && g.worthMoving(m, lightest); gives[m] {
@@ -291,7 +291,7 @@ func (g *group) balance() {
 		// then rank. A giver's spread bound only changes when it
 		// receives, and then it leaves the donor queue (see run), so its
 		// place among equally loaded givers is fixed.
-		place := make([]int32, len(g.load))
+		place := g.scratch.int32s.make(len(g.load))
 		slices.SortFunc(givers, func(a, b int32) int {
 			if p.spread.on && p.spread.max[a] != p.spread.max[b] {
 				return cmp.Compare(p.spread.max[b], p.spread.max[a])
@@ -302,7 +302,7 @@ func (g *group) balance() {
 			place[m] = int32(i)
 		}
 		p.recv = newRisingQueue(g.load, staying)
-		p.donors = newFallingQueue(g.load, place, givers, len(g.load))
+		p.donors = newFallingQueue(g.load, place, givers, g.scratch.bools.make(len(g.load)))
 	} else {
 		recv, donors := newMemberHeap(len(g.load), g.lighter), newMemberHeap(len(g.load), p.heavier)
 		for _, m := range staying {

@@ -5,14 +5,15 @@ import "cmp"
 // group is the working state of one Assign call: the members' reports read
 // into dense integers, members by rank (their position in natural ID order)
 // and tasks by index. Per-member slices are indexed by rank, per-task slices
-// by task index. They are allocated once per call; nothing is shared between
-// calls. Balancing and standby placement keep their own working state
+// by task index. They are allocated once per call, from the call's scratch
+// (zeroed, so nothing carries over from an earlier call). Balancing and standby placement keep their own working state
 // (balancePlan, standbyPlan) and write their decisions back here.
 type group struct {
 	*topology
-	opts   Options
-	in     []MemberMetadata
-	byRank []int32 // rank -> position in in
+	opts    Options
+	scratch *scratch // where the group's arrays come from
+	in      []MemberMetadata
+	byRank  []int32 // rank -> position in in
 
 	// Per member.
 	leaving  []bool
@@ -55,16 +56,16 @@ type group struct {
 // newGroup allocates the per-member and per-task state of a group whose
 // members, in rank order, are in[byRank[0]], in[byRank[1]], ...; nobody owns
 // or learns anything yet.
-func newGroup(topo *topology, opts Options, in []MemberMetadata, byRank []int32) *group {
+func newGroup(topo *topology, opts Options, in []MemberMetadata, byRank []int32, s *scratch) *group {
 	n, nt := len(in), len(topo.tasks)
-	g := &group{topology: topo, opts: opts, in: in, byRank: byRank}
-	g.leaving = make([]bool, n)
+	g := &group{topology: topo, opts: opts, scratch: s, in: in, byRank: byRank}
+	g.leaving = s.bools.make(n)
 	g.capacity = make([]int64, n)
-	g.rack = make([]int32, n)
-	g.load = make([]int32, n)
-	g.owner = make([]int32, nt)
-	g.learner = make([]int32, nt)
-	g.fixed = make([]bool, nt)
+	g.rack = s.int32s.make(n)
+	g.load = s.int32s.make(n)
+	g.owner = s.int32s.make(nt)
+	g.learner = s.int32s.make(nt)
+	g.fixed = s.bools.make(nt)
 	fillNone(g.owner)
 	fillNone(g.learner)
 	return g

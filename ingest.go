@@ -1,11 +1,9 @@
 package learner
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/learnerassignor/learner/internal/errtext"
 )
@@ -17,12 +15,12 @@ import (
 // works on integers.
 
 // ingest validates the members, orders them by ID and interns their reports.
-func ingest(topo *topology, opts Options, in []MemberMetadata) (*group, error) {
-	byRank, err := rankMembers(in)
+func ingest(topo *topology, opts Options, in []MemberMetadata, s *scratch) (*group, error) {
+	byRank, err := rankMembers(in, s)
 	if err != nil {
 		return nil, err
 	}
-	rd := newReader(newGroup(topo, opts, in, byRank))
+	rd := newReader(newGroup(topo, opts, in, byRank, s))
 	for r := range int32(len(in)) {
 		if err := rd.read(r); err != nil {
 			return nil, err
@@ -39,7 +37,7 @@ func ingest(topo *topology, opts Options, in []MemberMetadata) (*group, error) {
 
 // rankMembers checks the member IDs and returns the members' positions in
 // natural ID order.
-func rankMembers(in []MemberMetadata) ([]int32, error) {
+func rankMembers(in []MemberMetadata, s *scratch) ([]int32, error) {
 	if len(in) > maxMembers {
 		return nil, fmt.Errorf("learner: %d members, more than %d: %w", len(in), maxMembers, ErrInvalidMember)
 	}
@@ -48,17 +46,21 @@ func rankMembers(in []MemberMetadata) ([]int32, error) {
 			return nil, memberErr(&in[i], i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", MaxIDLen)
 		}
 	}
-	byRank := make([]int32, len(in))
-	for i := range byRank {
-		byRank[i] = int32(i)
+	skip, key := sharedIDPrefix(in), make([]byte, 0, 2*MaxIDLen+1)
+	heads := make([]keyHead, len(in))
+	for i := range in {
+		heads[i] = keyHead{head: naturalHead(key, in[i].ID[skip:]), pos: int32(i)}
 	}
-	keys := naturalKeys(in)
-	slices.SortFunc(byRank, func(x, y int32) int {
-		if c := bytes.Compare(keys[x], keys[y]); c != 0 {
-			return c
+	slices.SortFunc(heads, func(x, y keyHead) int {
+		if x.head != y.head {
+			return cmp.Compare(x.head, y.head)
 		}
-		return strings.Compare(in[x].ID, in[y].ID) // compareIDs's tie-break
+		return compareIDs(in[x.pos].ID, in[y.pos].ID)
 	})
+	byRank := s.int32s.make(len(in))
+	for r, h := range heads {
+		byRank[r] = h.pos
+	}
 	for r := 1; r < len(in); r++ {
 		if in[byRank[r]].ID == in[byRank[r-1]].ID {
 			p := int(max(byRank[r], byRank[r-1]))
@@ -68,20 +70,66 @@ func rankMembers(in []MemberMetadata) ([]int32, error) {
 	return byRank, nil
 }
 
-// naturalKeys returns the members' natural keys (appendNaturalKey), which
-// order them as compareIDs does but for its tie-break, in one buffer.
-func naturalKeys(in []MemberMetadata) [][]byte {
-	size := 0
-	for i := range in {
-		size += 2*len(in[i].ID) + 1 // a key's longest: a run of digits every other byte
+// keyHead is a member's place in the sort by natural ID order: the first
+// eight bytes of the natural key of its ID past the prefix all IDs share
+// (naturalHead). Kafka member IDs share a long prefix
+// ("<client>-StreamThread-<n>-consumer-"), and most comparisons end at the
+// heads, as one integer comparison in an array of heads instead of a walk
+// over two IDs; equal heads fall back to compareIDs.
+type keyHead struct {
+	head uint64
+	pos  int32 // position in the input
+}
+
+// naturalHead returns the first eight bytes of id's natural key
+// (appendNaturalKey), packed big-endian with zeros past the key's end, so
+// that heads order IDs as their keys' bytes do but for ties. It builds the
+// key of a prefix of id that ends where a run of digits does, whose key
+// starts the whole key's, and all of it only if that is shorter than
+// eight bytes (runs of zeros shrink). key is scratch room for a whole key.
+func naturalHead(key []byte, id string) uint64 {
+	cut := min(len(id), 16)
+	for cut < len(id) && isDigit(id[cut-1]) && isDigit(id[cut]) {
+		cut++
 	}
-	buf, keys := make([]byte, 0, size), make([][]byte, len(in))
-	for i := range in {
-		from := len(buf)
-		buf = appendNaturalKey(buf, in[i].ID)
-		keys[i] = buf[from:len(buf):len(buf)]
+	k := appendNaturalKey(key[:0], id[:cut])
+	if len(k) < 8 && cut < len(id) {
+		k = appendNaturalKey(key[:0], id)
 	}
-	return keys
+	var h uint64
+	for i := range 8 {
+		h <<= 8
+		if i < len(k) {
+			h |= uint64(k[i])
+		}
+	}
+	return h
+}
+
+// sharedIDPrefix returns the length of the prefix every member ID shares,
+// backed up to the start of a run of digits so that no run straddles it:
+// the natural keys of what follows it then order the members as the keys
+// of their whole IDs do.
+func sharedIDPrefix(in []MemberMetadata) int {
+	if len(in) == 0 {
+		return 0
+	}
+	first := in[0].ID
+	n := len(first)
+	for i := range in[1:] {
+		id := in[i+1].ID
+		n = min(n, len(id))
+		for j := range n {
+			if id[j] != first[j] {
+				n = j
+				break
+			}
+		}
+	}
+	for n > 0 && isDigit(first[n-1]) {
+		n--
+	}
+	return n
 }
 
 // Claim classes, best first: a running active beats a revoked-at-join copy,
@@ -117,17 +165,13 @@ const maxMembers = 1<<(32-kindBits) - 1
 
 var kindNames = [...]string{kindAssigned: "assigned", kindRevoked: "revoked", kindLearning: "learning", kindStandby: "standby"}
 
-// warmEntry records that a member has local state for a task: a standby, or
-// state it reported a lag for. The lag is kept unpacked (reportedLag's
-// flag beside the other flag) so that an entry takes 24 bytes, not 32:
-// there is one per standby, a hundred thousand in a large group.
+// warmEntry is one of a member's warm entries, gathered only to sort a
+// member's entries in the rare report whose entries arrive out of order.
 type warmEntry struct {
-	records           int64
-	task, member      int32
-	reported, standby bool
+	task    int32
+	lag     reportedLag
+	standby bool
 }
-
-func (w *warmEntry) lag() reportedLag { return reportedLag{w.records, w.reported} }
 
 // reader is ingest's scratch state, sized once and reused from member to
 // member so that reading costs no allocation per member.
@@ -140,9 +184,15 @@ type reader struct {
 	// per listed task instead of two.
 	stamp []uint32
 	racks map[string]int32 // interned racks, nil until a member has one
-	warm  []warmEntry      // every member's, in rank order
-	// lagged is set once a member reports a lag.
-	lagged bool
+	// The warm entries, each recording that a member has local state for
+	// a task (a standby, or state it reported a lag for), every member's in
+	// rank order: their tasks are warmBy.items, and beside them whether
+	// each is a standby and, once a member has reported a lag, its lag
+	// (nil before). Parallel arrays, not a record per entry, because most
+	// groups report no lags: an entry then takes 5 bytes, not 24, and there
+	// is one per standby, a hundred thousand in a large group.
+	warmSb  []bool
+	warmLag []reportedLag
 
 	// The member being read.
 	m            *MemberMetadata
@@ -163,14 +213,14 @@ func newReader(g *group) reader {
 		learningN += len(m.Learning)
 		standbyMax, learningMax = max(standbyMax, len(m.Standby)), max(learningMax, len(m.Learning))
 	}
-	n, nt := len(g.in), len(g.tasks)
+	n, nt, s := len(g.in), len(g.tasks), g.scratch
 	if learningN > 0 { // else nobody learns, and resolveLearners skips its pass
-		g.keyAt, g.learnerKeys = make([]int32, nt), make([]learnerKey, 0, learningN)
+		g.keyAt, g.learnerKeys = s.int32s.make(nt), make([]learnerKey, 0, learningN)
 	}
-	g.held = csr{start: make([]int32, n+1), items: make([]int32, 0, heldN)}
-	g.warmBy = csr{start: make([]int32, n+1)}
-	return reader{group: g, stamp: make([]uint32, nt),
-		warm: make([]warmEntry, 0, warmN), standby: make([]int32, 0, standbyMax), learning: make([]int32, 0, learningMax)}
+	g.held = csr{start: s.int32s.make(n + 1), items: s.int32s.room(heldN)}
+	g.warmBy = csr{start: s.int32s.make(n + 1), items: s.int32s.room(warmN)}
+	return reader{group: g, stamp: s.uint32s.make(nt), warmSb: s.bools.room(warmN),
+		standby: s.int32s.room(standbyMax), learning: s.int32s.room(learningMax)}
 }
 
 // listed returns the lists (kind*) the member being read has listed task t
@@ -221,19 +271,17 @@ func (rd *reader) read(r int32) error {
 		return err
 	}
 	for _, t := range rd.standby {
-		lag := lagOf(lags, t)
-		rd.warm = append(rd.warm, warmEntry{records: lag.records, task: t, member: r, reported: lag.reported, standby: true})
+		rd.addWarm(t, lagOf(lags, t), true)
 	}
 	// This member's warm entries, smallest lag first, then topology order.
 	// Reports usually list tasks in topology order and no lags, so the
 	// entries usually arrive sorted: checking costs one comparison per
 	// entry, sorting several. Without lags they are its standbys, in
 	// Standby's order, and checking that list is cheaper still.
-	mine := rd.warm[rd.warmBy.start[r]:]
-	if sorted := lags == nil && slices.IsSorted(rd.standby); !sorted && !slices.IsSortedFunc(mine, compareWarm) {
-		slices.SortFunc(mine, compareWarm)
+	if sorted := lags == nil && slices.IsSorted(rd.standby); !sorted {
+		rd.sortWarm(int(rd.warmBy.start[r]))
 	}
-	rd.warmBy.start[r+1] = int32(len(rd.warm))
+	rd.warmBy.start[r+1] = int32(len(rd.warmBy.items))
 	for _, t := range rd.learning {
 		lag := lagOf(lags, t)
 		// Options.LearnerReady's rule, on the dense form already built.
@@ -243,10 +291,52 @@ func (rd *reader) read(r int32) error {
 	return nil
 }
 
+// addWarm appends a warm entry of the member being read.
+func (rd *reader) addWarm(t int32, lag reportedLag, standby bool) {
+	rd.warmBy.items = append(rd.warmBy.items, t)
+	rd.warmSb = append(rd.warmSb, standby)
+	if rd.warmLag != nil {
+		rd.warmLag = append(rd.warmLag, lag)
+	}
+}
+
+// warmEntryAt gathers warm entry i.
+func (rd *reader) warmEntryAt(i int) warmEntry {
+	e := warmEntry{task: rd.warmBy.items[i], standby: rd.warmSb[i]}
+	if rd.warmLag != nil {
+		e.lag = rd.warmLag[i]
+	}
+	return e
+}
+
+// sortWarm sorts the warm entries from position from on (the member's
+// being read) by compareWarm, unless they are sorted already.
+func (rd *reader) sortWarm(from int) {
+	to := len(rd.warmBy.items)
+	sorted := true
+	for i := from + 1; i < to && sorted; i++ {
+		sorted = compareWarm(rd.warmEntryAt(i-1), rd.warmEntryAt(i)) <= 0
+	}
+	if sorted {
+		return
+	}
+	es := make([]warmEntry, 0, to-from)
+	for i := from; i < to; i++ {
+		es = append(es, rd.warmEntryAt(i))
+	}
+	slices.SortFunc(es, compareWarm)
+	for i, e := range es {
+		rd.warmBy.items[from+i], rd.warmSb[from+i] = e.task, e.standby
+		if rd.warmLag != nil {
+			rd.warmLag[from+i] = e.lag
+		}
+	}
+}
+
 // compareWarm orders one member's warm entries: smallest lag first, then
 // topology order.
 func compareWarm(x, y warmEntry) int {
-	if c := x.lag().compare(y.lag()); c != 0 {
+	if c := x.lag.compare(y.lag); c != 0 {
 		return c
 	}
 	return cmp.Compare(x.task, y.task)
@@ -462,7 +552,9 @@ func (rd *reader) readLag() (map[int32]int64, error) {
 	if len(rd.m.Lag) == 0 {
 		return nil, nil
 	}
-	rd.lagged = true
+	if rd.warmLag == nil { // the first lag: the entries so far reported none
+		rd.warmLag = make([]reportedLag, len(rd.warmBy.items), cap(rd.warmBy.items))
+	}
 	lags := make(map[int32]int64, len(rd.m.Lag))
 	for _, l := range rd.m.Lag {
 		if l.Lag < 0 {
@@ -482,7 +574,7 @@ func (rd *reader) readLag() (map[int32]int64, error) {
 		}
 		lags[t] = l.Lag
 		if k&kindMask == 0 {
-			rd.warm = append(rd.warm, warmEntry{records: l.Lag, task: t, member: rd.rank, reported: true})
+			rd.addWarm(t, reportedLag{l.Lag, true}, false)
 		}
 	}
 	return lags, nil
@@ -510,41 +602,40 @@ func lagOf(lags map[int32]int64, t int32) reportedLag {
 // standbys, where the per-task index alone would be as large as the task
 // list.
 func (rd *reader) indexWarm() {
-	if len(rd.warm) == 0 && rd.opts.Standbys == 0 {
+	entries := rd.warmBy.items // by member
+	if len(entries) == 0 && rd.opts.Standbys == 0 {
 		return
 	}
-	g, nt := rd.group, int32(len(rd.tasks))
-	g.warmBy.items = make([]int32, len(rd.warm))
-	for i, w := range rd.warm {
-		g.warmBy.items[i] = w.task
-	}
+	g, nt, s := rd.group, int32(len(rd.tasks)), rd.scratch
 	// By task, a counting sort placing entries from the last: start[t]
 	// counts down from the end of t's range to its beginning, so no cursor
 	// array is needed, and each task's candidates stay in rank order (the
 	// order entries were appended in).
-	g.warm = csr{start: make([]int32, nt+1), items: make([]int32, len(rd.warm))}
+	g.warm = csr{start: s.int32s.make(int(nt) + 1), items: s.int32s.make(len(entries))}
 	// Lags only when someone reported one: without, every entry's lag is
 	// "none reported", and the 16 bytes an entry would take are a
 	// quarter of what standbys=1 allocates.
-	if rd.lagged {
-		g.warmLag = make([]reportedLag, len(rd.warm))
+	if rd.warmLag != nil {
+		g.warmLag = make([]reportedLag, len(entries))
 	}
-	g.warmIsSb = make([]bool, len(rd.warm))
-	for _, w := range rd.warm {
-		g.warm.start[w.task]++
+	g.warmIsSb = s.bools.make(len(entries))
+	for _, t := range entries {
+		g.warm.start[t]++
 	}
 	sum := int32(0)
 	for t := range nt + 1 {
 		sum += g.warm.start[t]
 		g.warm.start[t] = sum // the end of t's range
 	}
-	for i := len(rd.warm) - 1; i >= 0; i-- {
-		w := &rd.warm[i]
-		g.warm.start[w.task]--
-		j := g.warm.start[w.task]
-		g.warm.items[j], g.warmIsSb[j] = w.member, w.standby
-		if g.warmLag != nil {
-			g.warmLag[j] = w.lag()
+	for m := int32(len(g.load)) - 1; m >= 0; m-- {
+		for i := g.warmBy.start[m+1] - 1; i >= g.warmBy.start[m]; i-- {
+			t := entries[i]
+			g.warm.start[t]--
+			j := g.warm.start[t]
+			g.warm.items[j], g.warmIsSb[j] = m, rd.warmSb[i]
+			if g.warmLag != nil {
+				g.warmLag[j] = rd.warmLag[i]
+			}
 		}
 	}
 }

@@ -100,9 +100,10 @@ type fallingQueue struct {
 }
 
 // newFallingQueue returns a queue of members (their loads in load, their
-// tie-break order in place), all distinct.
-func newFallingQueue(load, place, members []int32, n int) *fallingQueue {
-	q := &fallingQueue{load: load, place: place, byLoad: members, gone: make([]bool, n)}
+// tie-break order in place), all distinct; gone is its zeroed scratch, one
+// flag per member rank.
+func newFallingQueue(load, place, members []int32, gone []bool) *fallingQueue {
+	q := &fallingQueue{load: load, place: place, byLoad: members, gone: gone}
 	slices.SortFunc(q.byLoad, func(a, b int32) int {
 		if load[a] != load[b] {
 			return cmp.Compare(load[b], load[a])

@@ -52,7 +52,7 @@ func TestLevelQueuesMatchHeaps(t *testing.T) {
 		heavier := func(a, b int32) bool {
 			return heapLoad[a] > heapLoad[b] || heapLoad[a] == heapLoad[b] && place[a] < place[b]
 		}
-		dh, dq := newMemberHeap(n, heavier), newFallingQueue(queueLoad, place, append([]int32(nil), members...), n)
+		dh, dq := newMemberHeap(n, heavier), newFallingQueue(queueLoad, place, append([]int32(nil), members...), make([]bool, n))
 		for _, m := range members {
 			dh.push(m)
 		}

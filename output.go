@@ -16,8 +16,8 @@ func (g *group) output() []Assignment {
 		standby
 		lists
 	)
-	count := make([]int32, n*lists)
-	gained := make([]int32, n) // per member: tasks it owns and did not report holding
+	count := g.scratch.int32s.make(n * lists)
+	gained := g.scratch.int32s.make(n) // per member: tasks it owns and did not report holding
 	for t, o := range g.owner {
 		if o == none {
 			continue
@@ -61,7 +61,7 @@ func (g *group) output() []Assignment {
 		count[int(m)*lists+revoked] += int32(len(g.unknown[m]))
 	}
 
-	next := make([]int32, n*lists) // write offset of each list in buf
+	next := g.scratch.int32s.make(n * lists) // write offset of each list in buf
 	var size int32
 	for i, c := range count {
 		next[i] = size

@@ -23,14 +23,14 @@ func (g *group) placementOrder(tasks []int32) []int32 {
 	if g.nSubs < 2 || len(tasks) < 2 {
 		return tasks
 	}
-	start := make([]int32, g.nSubs+1)
+	start := g.scratch.int32s.make(g.nSubs + 1)
 	for _, t := range tasks {
 		start[g.sub[t]+1]++
 	}
 	for s := range g.nSubs {
 		start[s+1] += start[s]
 	}
-	out := make([]int32, len(tasks))
+	out := g.scratch.int32s.make(len(tasks))
 	for _, t := range tasks {
 		out[start[g.sub[t]]] = t
 		start[g.sub[t]]++
@@ -77,12 +77,13 @@ func (g *group) newSpread() spread {
 // countSpread counts in the dense table or in sparse counts.
 func (g *group) countSpread(dense bool) spread {
 	members := len(g.load)
-	sp := spread{on: true, subs: int32(g.nSubs), max: make([]int32, members), last: make([]int32, members)}
+	s := g.scratch
+	sp := spread{on: true, subs: int32(g.nSubs), max: s.int32s.make(members), last: s.int32s.make(members)}
 	for m := range sp.last {
 		sp.last[m] = none
 	}
 	if dense {
-		sp.dense = make([]int32, members*g.nSubs)
+		sp.dense = s.int32s.make(members * g.nSubs)
 		for t := range g.owner {
 			if p := g.planned(int32(t)); p != none {
 				i := p*sp.subs + g.sub[t]
@@ -92,8 +93,8 @@ func (g *group) countSpread(dense bool) spread {
 		}
 		return sp
 	}
-	sp.off, sp.n, sp.room = make([]int32, members), make([]int32, members), make([]int32, members)
-	start := make([]int32, members+1)
+	sp.off, sp.n, sp.room = s.int32s.make(members), s.int32s.make(members), s.int32s.make(members)
+	start := s.int32s.make(members + 1)
 	for t := range g.owner {
 		if p := g.planned(int32(t)); p != none {
 			start[p+1]++
@@ -102,7 +103,7 @@ func (g *group) countSpread(dense bool) spread {
 	for m := range members {
 		start[m+1] += start[m]
 	}
-	byMember := make([]int32, start[members])
+	byMember := s.int32s.make(int(start[members]))
 	next := sp.off // scratch until the pool is laid out below
 	copy(next, start)
 	for t := range g.owner {
@@ -112,8 +113,11 @@ func (g *group) countSpread(dense bool) spread {
 		}
 	}
 	// At most one count per task; receivers that gain a subtopology
-	// outgrow their window and move to the end of the pool (see add).
-	sp.pool = make([]subCount, 0, len(byMember))
+	// outgrow their window and move to the end of the pool (see add), so
+	// the pool gets half as much again as headroom for them: a scale-up by
+	// a tenth of the members at 10,000 x 1,000,000 takes a quarter. Without
+	// it each append past the capacity copied the whole pool, 8 MB there.
+	sp.pool = s.subCounts.room(len(byMember) + len(byMember)/2)
 	for m := range members {
 		tasks := byMember[start[m]:start[m+1]]
 		if !g.subsInOrder && !slices.IsSortedFunc(tasks, g.bySub) { // tasks are in topology order

@@ -68,14 +68,14 @@ type standbyPlan struct {
 }
 
 func (g *group) newStandbyPlan(k int) *standbyPlan {
-	nt, n := len(g.tasks), len(g.load)
-	p := &standbyPlan{group: g, want: make([]int32, nt), have: make([]int32, nt), quota: make([]int32, n),
-		rackOf: make([]int32, n), groups: g.nRacks + 1}
+	nt, n, s := len(g.tasks), len(g.load), g.scratch
+	p := &standbyPlan{group: g, want: s.int32s.make(nt), have: s.int32s.make(nt), quota: s.int32s.make(n),
+		rackOf: s.int32s.make(n), groups: g.nRacks + 1}
 	p.used = make([]bool, p.groups)
 	p.open = make([]bool, p.groups)
 	p.staysIn = make([]bool, p.groups)
-	g.sbCount = make([]int32, n)
-	g.sbStart = make([]int32, nt+1)
+	g.sbCount = s.int32s.make(n)
+	g.sbStart = s.int32s.make(nt + 1)
 	var total int64
 	for t := range nt {
 		g.sbStart[t+1] = g.sbStart[t]
@@ -93,7 +93,7 @@ func (g *group) newStandbyPlan(k int) *standbyPlan {
 		total += int64(p.want[t])
 		g.sbStart[t+1] += p.want[t]
 	}
-	g.sbItems = make([]int32, g.sbStart[nt])
+	g.sbItems = s.int32s.make(int(g.sbStart[nt]))
 	g.sbHave = p.have
 	for m := range int32(n) {
 		p.rackOf[m] = g.rack[m]

@@ -38,7 +38,7 @@ func (p *standbyPlan) markDirty(t int32) {
 // running or revoked and no longer owns (its old holders are recorded for
 // fill to prefer), and tasks with a ready learner.
 func (p *standbyPlan) findMoved() {
-	p.dirty = make([]bool, len(p.tasks))
+	p.dirty = p.scratch.bools.make(len(p.tasks))
 	for m := range int32(len(p.load)) {
 		if p.leaving[m] {
 			continue
@@ -164,7 +164,7 @@ func (p *standbyPlan) retainCaught() {
 		return
 	}
 	nt := int32(len(p.tasks))
-	p.sbExtra = csr{start: make([]int32, nt+1), items: make([]int32, 0, len(extra)/2)}
+	p.sbExtra = csr{start: p.scratch.int32s.make(int(nt) + 1), items: p.scratch.int32s.room(len(extra) / 2)}
 	for i := 0; i < len(extra); i += 2 {
 		p.sbExtra.start[extra[i]+1]++
 		p.sbExtra.items = append(p.sbExtra.items, extra[i+1])
