@@ -53,11 +53,14 @@ func (a *Assignor) Options() Options { return a.opts }
 // ErrInvalidMember that names the member and the task.
 func (a *Assignor) Assign(members []MemberMetadata) ([]Assignment, error) {
 	s := getScratch(&a.scratch)
-	defer putScratch(&a.scratch, s) // output below shares no memory with s
 	g, err := ingest(&a.topology, a.opts, members, s)
 	if err != nil {
+		// A malformed report may have reserved room for all it listed:
+		// the pool must not keep that size.
+		putScratch(&a.scratch, s, false)
 		return nil, err
 	}
+	defer putScratch(&a.scratch, s, true) // output below shares no memory with s
 	g.resolveLearners()
 	g.placeOrphans()
 	g.handOverLeaving()

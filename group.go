@@ -6,8 +6,9 @@ import "cmp"
 // into dense integers, members by rank (their position in natural ID order)
 // and tasks by index. Per-member slices are indexed by rank, per-task slices
 // by task index. They are allocated once per call, from the call's scratch
-// (zeroed, so nothing carries over from an earlier call). Balancing and standby placement keep their own working state
-// (balancePlan, standbyPlan) and write their decisions back here.
+// (zeroed, so nothing carries over from an earlier call). Balancing and
+// standby placement keep their own working state (balancePlan,
+// standbyPlan) and write their decisions back here.
 type group struct {
 	*topology
 	opts    Options

@@ -34,14 +34,16 @@ func getScratch(pool *sync.Pool) *scratch {
 	return new(scratch)
 }
 
-// putScratch readies s for the next call and returns it to pool. Nothing
-// of the finished call may still use s's arrays.
-func putScratch(pool *sync.Pool, s *scratch) {
-	s.int32s.reset()
-	s.uint32s.reset()
-	s.bools.reset()
-	s.segments.reset()
-	s.subCounts.reset()
+// putScratch readies s for the next call and returns it to pool, sized
+// for a call like the finished one if grow is set (a failed call's sizes
+// say nothing about the next). Nothing of the finished call may still use
+// s's arrays.
+func putScratch(pool *sync.Pool, s *scratch, grow bool) {
+	s.int32s.reset(grow)
+	s.uint32s.reset(grow)
+	s.bools.reset(grow)
+	s.segments.reset(grow)
+	s.subCounts.reset(grow)
 	pool.Put(s)
 }
 
@@ -80,9 +82,10 @@ func (a *arena[T]) room(n int) []T {
 	return s
 }
 
-// reset frees every slice handed out, sizing buf for a call like the last.
-func (a *arena[T]) reset() {
-	if a.need > len(a.buf) {
+// reset frees every slice handed out and, if grow is set, sizes buf for a
+// call like the last.
+func (a *arena[T]) reset(grow bool) {
+	if grow && a.need > len(a.buf) {
 		a.buf = make([]T, a.need)
 	}
 	a.used, a.need = 0, 0

@@ -59,6 +59,7 @@ func (b *Balancer) readJoin(members []kmsg.JoinGroupResponseMember) (*joined, er
 			ok = meta.read(raw[2:], 0, last.subscription)
 		}
 		if !ok {
+			b.spare.Store(s) // nothing of this group uses it any more
 			return nil, fmt.Errorf("kgolearner: member %q: unable to read member metadata: %w", m.MemberID, errShortMetadata)
 		}
 		if !bytes.Equal(meta.subscription, last.subscription) { // the members of an application subscribe alike
@@ -271,6 +272,7 @@ func (r *kafkaReader) since(from []byte) []byte {
 }
 
 // Balance implements kgo.GroupMemberBalancer; kgo calls BalanceOrError.
+// It returns nil wherever BalanceOrError returns an error.
 func (j *joined) Balance(topics map[string]int32) kgo.IntoSyncAssignment {
 	plan, _ := j.BalanceOrError(topics)
 	return plan

@@ -23,8 +23,9 @@ func (p syncPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment { 
 //
 // The leader handles every partition of the group a few times per
 // rebalance, so its state lives in slices indexed by task, partition (see
-// topology) and member (its position in the JoinGroup response), allocated
-// once per rebalance, and task IDs are the topology's own strings: with
+// topology) and member (its position in the JoinGroup response), taken
+// from the Balancer's scratch (scratch.go) or allocated once per
+// rebalance, and task IDs are the topology's own strings: with
 // maps keyed by IDs and lists built per member, the leader took 2-3 times
 // franz-go's cooperative-sticky balance on the same group, ten times
 // Assign itself (BenchmarkLeaderRebalance).

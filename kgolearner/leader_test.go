@@ -3,7 +3,9 @@ package kgolearner
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/learnerassignor/learner"
@@ -148,5 +150,132 @@ func TestLeaderReusesScratch(t *testing.T) {
 		fresh := newTestBalancer(t, testTopology)
 		assert.Equal(t, sync(fresh, groups(fresh)[g]).IntoSyncAssignment(), sync(b, groups(b)[g]).IntoSyncAssignment(),
 			"rebalance %d (group %d): the assignments sent, against a new Balancer's", round, g)
+	}
+}
+
+// reuseTopology has a subtopology of two topics, a stateless one and a
+// bigger stateful one, so that random groups exercise every per-task array
+// the leader keeps between rebalances.
+var reuseTopology = []Subtopology{
+	{Topics: []string{"orders", "payments"}, Partitions: 12, Stateful: true},
+	{Topics: []string{"clicks"}, Partitions: 8},
+	{Topics: []string{"views"}, Partitions: 20, Stateful: true},
+}
+
+var reuseCounts = map[string]int32{"orders": 12, "payments": 12, "clicks": 8, "views": 20}
+
+// randomJoin returns a random JoinGroup response for reuseTopology: members
+// of random generations owning random partitions (stray ones included),
+// with random learning, ready, revoked and standby tags, and now and then
+// user data that does not decode.
+func randomJoin(t *testing.T, b *Balancer, r *rand.Rand) []kmsg.JoinGroupResponseMember {
+	n := 1 + r.IntN(7)
+	var members []kmsg.JoinGroupResponseMember
+	for i := range n {
+		owned := map[string][]int32{}
+		for _, topic := range slices.Sorted(maps.Keys(reuseCounts)) {
+			for p := range reuseCounts[topic] + 1 { // the last one is a stray
+				if r.IntN(n+1) == 0 {
+					owned[topic] = append(owned[topic], p)
+				}
+			}
+		}
+		var mm learner.MemberMetadata
+		for _, task := range b.Tasks() {
+			switch r.IntN(20) {
+			case 0:
+				mm.Learning = append(mm.Learning, task.ID)
+				if r.IntN(2) == 0 {
+					mm.Ready = append(mm.Ready, task.ID)
+				}
+			case 1:
+				mm.Revoked = append(mm.Revoked, task.ID)
+			case 2:
+				mm.Standby = append(mm.Standby, task.ID)
+			}
+		}
+		userData := b.encodeMember(t, mm)
+		if r.IntN(10) == 0 {
+			userData = []byte("garbage")
+		}
+		members = append(members, b.joinMemberAt(fmt.Sprintf("m-%d", i), int32(1+r.IntN(3)), userData, owned))
+	}
+	return members
+}
+
+// TestLeaderReuseMatchesFresh: one Balancer leading random rebalances in
+// turn, some after a plan that failed, sends what a new Balancer sends for
+// each and reports the same Round.
+func TestLeaderReuseMatchesFresh(t *testing.T) {
+	reused := newTestBalancer(t, reuseTopology)
+	var got Round
+	reused.hooks.Rebalanced = func(r Round) { got = r }
+	for i := range 300 {
+		r := rand.New(rand.NewPCG(uint64(i), 1))
+		fresh := newTestBalancer(t, reuseTopology)
+		var want Round
+		fresh.hooks.Rebalanced = func(r Round) { want = r }
+		join := randomJoin(t, fresh, r)
+		gb, _, err := fresh.MemberBalancer(join)
+		require.NoError(t, err)
+		wantPlan, wantErr := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(reuseCounts)
+
+		gb, _, err = reused.MemberBalancer(join)
+		require.NoError(t, err)
+		if i%5 == 0 {
+			_, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(map[string]int32{"orders": 1})
+			require.Error(t, err, "rebalance %d: BalanceOrError with a wrong partition count", i)
+		}
+		gotPlan, gotErr := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(reuseCounts)
+		require.Equal(t, wantErr, gotErr, "rebalance %d: the error, against a new Balancer's", i)
+		if wantErr != nil {
+			continue
+		}
+		require.Equal(t, wantPlan.IntoSyncAssignment(), gotPlan.IntoSyncAssignment(), "rebalance %d: the assignments sent, against a new Balancer's", i)
+		require.Equal(t, want, got, "rebalance %d: the Round, against a new Balancer's", i)
+	}
+}
+
+// TestLeaderConcurrentGroups: groups balanced at once on one Balancer each
+// get what a new Balancer sends for them.
+func TestLeaderConcurrentGroups(t *testing.T) {
+	const groups, workers, calls = 24, 4, 30
+	joins := make([][]kmsg.JoinGroupResponseMember, groups)
+	want := make([][]kmsg.SyncGroupRequestGroupAssignment, groups)
+	for i := range groups {
+		fresh := newTestBalancer(t, reuseTopology)
+		joins[i] = randomJoin(t, fresh, rand.New(rand.NewPCG(uint64(i), 2)))
+		gb, _, err := fresh.MemberBalancer(joins[i])
+		require.NoError(t, err)
+		plan, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(reuseCounts)
+		require.NoError(t, err)
+		want[i] = plan.IntoSyncAssignment()
+	}
+	b := newTestBalancer(t, reuseTopology)
+	var wg sync.WaitGroup
+	got := make([][][]kmsg.SyncGroupRequestGroupAssignment, workers)
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for c := range calls {
+				gb, _, err := b.MemberBalancer(joins[(w*7+c*3)%groups])
+				if err == nil {
+					var plan kgo.IntoSyncAssignment
+					if plan, err = gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(reuseCounts); err == nil {
+						got[w] = append(got[w], plan.IntoSyncAssignment())
+						continue
+					}
+				}
+				errs[w] = err
+				return
+			}
+		})
+	}
+	wg.Wait()
+	for w := range workers {
+		require.NoError(t, errs[w], "worker %d", w)
+		for c := range calls {
+			require.Equal(t, want[(w*7+c*3)%groups], got[w][c], "worker %d call %d: the assignments sent, against a new Balancer's", w, c)
+		}
 	}
 }

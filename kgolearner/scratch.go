@@ -4,9 +4,9 @@ package kgolearner
 // and by claim that it fills and drops when it is done. A Balancer keeps
 // the last one (Balancer.spare) for its next rebalance, since a leader
 // rebalances again and again: at 1,000 members and 100,000 tasks these
-// arrays were 2 MB of the rebalance's 10 to 14, and the garbage collection
-// that allocation causes was about a third of its CPU time
-// (BenchmarkLeaderRebalance, GODEBUG=gctrace=1). The price is memory: a
+// arrays were 2 MB of the 10 to 14 MB a rebalance allocated, and the
+// garbage collection that allocation causes was about a third of its CPU
+// time (BenchmarkLeaderRebalance, GODEBUG=gctrace=1). The price is memory: a
 // Balancer that led keeps about 25 bytes per task (2.5 MB at 100,000
 // tasks). Nothing that leaves a rebalance (the assignments' bytes, the
 // Round) points into it.
