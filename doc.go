@@ -14,7 +14,9 @@
 // a pure function from the members' reports (MemberMetadata) to their next
 // assignments (Assignment): no I/O, clocks, randomness, goroutines or package
 // state, its input never mutated, the same output for the same reports in any
-// order. An Assignor is immutable and safe for concurrent use.
+// order. An Assignor's tasks and Options never change once it is built, and
+// it is safe for concurrent use; it reuses Assign's working memory from one
+// call to the next, which changes no output.
 //
 // # The rules in brief
 //
