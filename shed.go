@@ -36,6 +36,13 @@ type shedder struct {
 // splits the kinds) and, with spread on, one subtopology: often a single
 // task, so there can be one per movable task, and it is kept to 16 bytes.
 //
+// The task at its cursor is in the segment itself (head), the rest of its
+// tasks in shedder.movable from next on, the last one marked with
+// lastInSegment. A giver's segments are cold when it gives (donors take
+// turns), and its tasks in a list apart were a second cache miss per move;
+// in a large group a giver holds at most one task of most subtopologies,
+// so that list is rarely read.
+//
 // With spread on, n is the giver's planned count of sub, kept here rather
 // than in the spread table while the giver gives: the table's sparse
 // counts take a binary search over cold memory, the segment is read
@@ -43,9 +50,38 @@ type shedder struct {
 // the stateless one keeps the count and the stateful one holds -1-(the
 // stateless one's index).
 type segment struct {
-	sub       int32 // subtopology of the segment's tasks; none for "any"
-	n         int32 // see above
-	next, end int32 // cursor and end in shedder.movable
+	sub  int32 // subtopology of the segment's tasks; none for "any"
+	n    int32 // see above
+	head int32 // the task at the cursor; none once every task is taken
+	next int32 // where the rest follow in shedder.movable; none if head is the last
+}
+
+// lastInSegment marks the last task of a segment in shedder.movable. Task
+// indices are below MaxTasks (2^30), so the bit is free.
+const lastInSegment = 1 << 30
+
+// newSegment returns the segment of the tasks movable[from:to] of
+// subtopology sub with count n, marking its last task.
+func newSegment(sub, n int32, movable []int32, from, to int32) segment {
+	seg := segment{sub: sub, n: n, head: movable[from], next: none}
+	if to-from > 1 {
+		seg.next = from + 1
+		movable[to-1] |= lastInSegment
+	}
+	return seg
+}
+
+// advance moves seg's cursor to its next task.
+func (s *shedder) advance(seg *segment) {
+	if seg.next == none {
+		seg.head = none
+		return
+	}
+	t := s.movable[seg.next]
+	seg.head, seg.next = t&^lastInSegment, seg.next+1
+	if t&lastInSegment != 0 {
+		seg.next = none
+	}
 }
 
 // sheddable reports whether o may give t away: it owns it, stays, nobody
@@ -216,7 +252,7 @@ func (s *shedder) layOut(m int32, dealt []dealtTask, count, give bool, kind uint
 				}
 			}
 			if end := int32(len(movable)); end > first {
-				segs = append(segs, segment{sub: int32(sub), n: s.countField(int32(sub), n, &twin, twinEnd), next: first, end: end})
+				segs = append(segs, newSegment(int32(sub), s.countField(int32(sub), n, &twin, twinEnd), movable, first, end))
 			}
 		}
 		i = j
@@ -312,33 +348,30 @@ func (s *shedder) appendKind(movable, row []int32, stateful bool) []int32 {
 
 // cutSegments appends the segments of giver m's movable[from:to], tasks
 // of one kind, whose earlier segments start at s.segs[first]. With spread
-// on it cuts runs of one subtopology in one pass, reading each task's
-// subtopology once, and gives each segment its count (countField); a range
-// whose subtopologies turn out not to be in order is sorted by subtopology
-// (stably) and cut again.
+// on it cuts runs of one subtopology, reading each task's subtopology
+// once, and gives each segment its count (countField); tasks whose
+// subtopologies do not follow topology order are first sorted by
+// subtopology (stably).
 func (s *shedder) cutSegments(m, from, to, first int32) {
-	if !s.spread.on {
-		if from < to {
-			s.segs = append(s.segs, segment{sub: none, next: from, end: to})
-		}
+	if from == to {
 		return
 	}
-	mine, twinEnd := len(s.segs), int32(len(s.segs))
-	twin := first
+	if !s.spread.on {
+		s.segs = append(s.segs, newSegment(none, 0, s.movable, from, to))
+		return
+	}
+	if tasks := s.movable[from:to]; !s.subsInOrder && !slices.IsSortedFunc(tasks, s.bySub) {
+		slices.SortStableFunc(tasks, s.bySub)
+	}
+	twin, twinEnd := first, int32(len(s.segs))
 	for i := from; i < to; {
 		sub := s.sub[s.movable[i]]
-		if len(s.segs) > mine && sub < s.segs[len(s.segs)-1].sub {
-			s.segs = s.segs[:mine]
-			slices.SortStableFunc(s.movable[from:to], s.bySub)
-			s.cutSegments(m, from, to, first)
-			return
-		}
 		j := i + 1
 		for j < to && s.sub[s.movable[j]] == sub {
 			j++
 		}
 		n := s.countField(sub, s.spread.dense[m*s.spread.subs+sub], &twin, twinEnd)
-		s.segs = append(s.segs, segment{sub: sub, n: n, next: i, end: j})
+		s.segs = append(s.segs, newSegment(sub, n, s.movable, i, j))
 		i = j
 	}
 }
@@ -408,8 +441,8 @@ func (s *shedder) take(h, l int32) (t, sub int32) {
 		return none, none
 	}
 	seg := &s.segs[i]
-	t = s.movable[seg.next]
-	seg.next++
+	t = seg.head
+	s.advance(seg)
 	if s.spread.on {
 		*s.count(i)--
 	}
@@ -490,10 +523,10 @@ func (s *shedder) pickFrom(from, to, h, l int32) int32 {
 	for k := range len(segs) {
 		i := (start + k) % len(segs)
 		seg := &segs[i]
-		for check && seg.next < seg.end && !s.heldSheddable(s.movable[seg.next], h) {
-			seg.next++
+		for check && seg.head != none && !s.heldSheddable(seg.head, h) {
+			s.advance(seg)
 		}
-		if seg.next == seg.end {
+		if seg.head == none {
 			continue
 		}
 		if !sp.on {
