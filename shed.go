@@ -101,8 +101,8 @@ func (g *group) heldSheddable(t, h int32) bool {
 // newShedder lays out the movable tasks of the members for which gives is
 // true (and keeps gives as its live flags), and fills the spread counts
 // sp, laid out by newSpread. Two ways, by size: with sparse counts (large
-// groups) it deals the tasks (dealShedder); otherwise each giver's list is
-// its held row (rowShedder).
+// groups) it deals the tasks (deal); otherwise each giver's list is its
+// held row (copyRows).
 func newShedder(g *group, sp *spread, gives []bool) shedder {
 	s := shedder{group: g, spread: sp, live: gives, segStart: g.scratch.int32s.make(len(g.load) + 1), segMid: g.scratch.int32s.make(len(g.load))}
 	if sp.on && sp.dense == nil {
@@ -136,21 +136,71 @@ func newShedder(g *group, sp *spread, gives []bool) shedder {
 // smaller groups the arrays fit the caches and dealing costs more passes
 // than it saves.
 func (s *shedder) deal() {
-	g, gives := s.group, s.live
+	g := s.group
 	n := len(g.load)
 	sc := g.scratch
-	// Member m's window starts at the sum of the loads before it: its load
-	// is the number of tasks it plans (resolveLearners counted them, and
-	// every placement since moved one planned task and one unit of load).
-	at := sc.int32s.make(n)
-	planned := int32(0)
-	for m, load := range g.load {
-		at[m] = planned
-		planned += load
+	// Member m's window is as long as its load: the number of tasks it
+	// plans (resolveLearners counted them, and every placement since moved
+	// one planned task and one unit of load). Should that ever not hold,
+	// the tasks are counted and dealt again rather than written over the
+	// next member's window.
+	deal, at, movable := s.dealTasks(g.load)
+	if deal == nil {
+		planned := sc.int32s.make(n)
+		for t := range g.owner {
+			if p := g.planned(int32(t)); p != none {
+				planned[p]++
+			}
+		}
+		deal, at, movable = s.dealTasks(planned)
 	}
-	deal := sc.dealt.make(int(planned))
+
+	s.filtered, s.stale = true, sc.bools.make(n)
+	s.movable, s.segs = sc.int32s.room(movable), sc.segments.room(movable)
+	for m := range int32(n) {
+		dealt := deal[at[2*m]:at[2*m+1]]
+		// One pass per kind a giver has, stateless first; the first also
+		// counts. A member that does not give only counts.
+		kinds := 0
+		if s.live[m] {
+			kinds = 2
+			if g.stateless == 0 || g.stateless == len(g.tasks) {
+				kinds = 1
+			}
+		}
+		start := int32(len(s.segs))
+		if kinds == 0 {
+			s.layOut(m, dealt, true, false, 0, start)
+		}
+		if kinds == 2 || kinds == 1 && g.stateless > 0 {
+			s.layOut(m, dealt, true, true, 0, start)
+		}
+		s.segMid[m] = int32(len(s.segs))
+		if kinds == 2 || kinds == 1 && g.stateless == 0 {
+			s.layOut(m, dealt, kinds == 1, true, dealStateful, start)
+		}
+		s.segStart[m+1] = int32(len(s.segs))
+	}
+}
+
+// dealTasks deals every planned task to its member, member m's into a
+// window of size[m] entries, and returns the dealt tasks, where each
+// member's are (deal[at[2m]:at[2m+1]]) and how many are movable; or nil if
+// some member has more tasks than its window.
+func (s *shedder) dealTasks(size []int32) (deal []dealtTask, at []int32, movable int) {
+	g, gives := s.group, s.live
+	n := len(size)
+	// at[2m] starts m's window and at[2m+1] is where its next task goes,
+	// below at[2m+2], where the next window starts (at[2n]: the end).
+	at = g.scratch.int32s.make(2*n + 1)
+	total := int32(0)
+	for m, k := range size {
+		at[2*m], at[2*m+1] = total, total
+		total += k
+	}
+	at[2*n] = total
+	deal = g.scratch.dealt.make(int(total))
 	order := g.subtopologyOrder()
-	movable := 0
 	// The per-task arrays in locals: the compiler would reload each
 	// field of g at every task (the writes to deal might alias them).
 	owner, learner, fixed, subOf := g.owner, g.learner, g.fixed, g.sub
@@ -174,39 +224,14 @@ func (s *shedder) deal() {
 		if g.isStateful(t) {
 			word |= dealStateful
 		}
-		k := at[p]
-		at[p]++
+		k := at[2*p+1]
+		if k == at[2*p+2] {
+			return nil, nil, 0
+		}
+		at[2*p+1]++
 		deal[k] = dealtTask{uint32(t), word}
 	}
-
-	s.filtered, s.stale = true, sc.bools.make(n)
-	s.movable, s.segs = sc.int32s.room(movable), sc.segments.room(movable)
-	from := int32(0)
-	for m := range int32(n) {
-		dealt := deal[from:at[m]]
-		from += g.load[m]
-		// One pass per kind a giver has, stateless first; the first also
-		// counts. A member that does not give only counts.
-		kinds := 0
-		if gives[m] {
-			kinds = 2
-			if g.stateless == 0 || g.stateless == len(g.tasks) {
-				kinds = 1
-			}
-		}
-		start := int32(len(s.segs))
-		if kinds == 0 {
-			s.layOut(m, dealt, true, false, 0, start)
-		}
-		if kinds == 2 || kinds == 1 && g.stateless > 0 {
-			s.layOut(m, dealt, true, true, 0, start)
-		}
-		s.segMid[m] = int32(len(s.segs))
-		if kinds == 2 || kinds == 1 && g.stateless == 0 {
-			s.layOut(m, dealt, kinds == 1, true, dealStateful, start)
-		}
-		s.segStart[m+1] = int32(len(s.segs))
-	}
+	return deal, at, movable
 }
 
 // dealtTask is a task dealt to the member that plans it: the task, and
