@@ -380,8 +380,18 @@ func (b *Balancer) assignmentUserData(learned, learning []int32, revoked, standb
 	if len(revoked)+len(learning)+len(learned)+len(standby) == 0 {
 		return b.untagged, nil
 	}
-	return b.codec.AppendIndexedAssignment(nil, wire.IndexedAssignment{MemberID: workerID, Assigned: learned, Learned: learned,
-		Learning: learning, Revoked: revoked, Standby: standby})
+	as := learner.IndexedAssignment{MemberID: workerID, Assigned: learned, Learned: learned, Learning: learning}
+	for _, id := range revoked { // in topology order, then the tasks the topology lacks
+		if t := b.assignor.TaskIndex(id); t >= 0 {
+			as.Revoked = append(as.Revoked, int32(t))
+		} else {
+			as.Stale = append(as.Stale, id)
+		}
+	}
+	for _, id := range standby {
+		as.Standby = append(as.Standby, int32(b.assignor.TaskIndex(id)))
+	}
+	return b.codec.AppendIndexedAssignment(nil, as)
 }
 
 // The lists of a member's report in the order disjoint gives them
