@@ -13,53 +13,6 @@ import (
 	"github.com/learnerassignor/learner/learnertest"
 )
 
-// indexedMembers returns members as AssignIndexed takes them: tasks by
-// index, held tasks the topology lacks in Stale, the others left out.
-func indexedMembers(a *Assignor, members []MemberMetadata) []IndexedMember {
-	out := make([]IndexedMember, len(members))
-	for i, m := range members {
-		x := IndexedMember{ID: m.ID, Leaving: m.Leaving, Capacity: m.Capacity, Rack: m.Rack}
-		indices := func(ids []string, stale bool) []int32 {
-			var idx []int32
-			for _, id := range ids {
-				if t := a.TaskIndex(id); t >= 0 {
-					idx = append(idx, int32(t))
-				} else if stale {
-					x.Stale = append(x.Stale, id)
-				}
-			}
-			return idx
-		}
-		x.Assigned, x.Revoked = indices(m.Assigned, true), indices(m.Revoked, true)
-		x.Learning, x.Ready, x.Standby = indices(m.Learning, false), indices(m.Ready, false), indices(m.Standby, false)
-		for _, l := range m.Lag {
-			if t := a.TaskIndex(l.Task); t >= 0 {
-				x.Lag = append(x.Lag, IndexedLag{Task: int32(t), Lag: l.Lag})
-			}
-		}
-		out[i] = x
-	}
-	return out
-}
-
-// assignmentsByID returns AssignIndexed's answer as Assign gives it.
-func assignmentsByID(a *Assignor, out []IndexedAssignment) []Assignment {
-	tasks := a.Tasks()
-	ids := func(idx []int32, stale []string) []string {
-		var out []string
-		for _, t := range idx {
-			out = append(out, tasks[t].ID)
-		}
-		return append(out, stale...)
-	}
-	as := make([]Assignment, len(out))
-	for i, x := range out {
-		as[i] = Assignment{MemberID: x.MemberID, Assigned: ids(x.Assigned, nil), Revoked: ids(x.Revoked, x.Stale),
-			Learning: ids(x.Learning, nil), Learned: ids(x.Learned, nil), Standby: ids(x.Standby, nil)}
-	}
-	return as
-}
-
 // TestAssignIndexedAgrees: on generated groups, valid or with one malformed
 // report (corruptGroup), AssignIndexed answers what Assign answers, by
 // index: the same assignments, or the same error. A malformed task ID has
@@ -83,12 +36,12 @@ func TestAssignIndexedAgrees(t *testing.T) {
 			what, corrupt = corruptGroup(&g, byte(r.IntN(256)), r)
 		}
 		want, wantErr := a.Assign(g.Members)
-		got, err := a.AssignIndexed(indexedMembers(a, g.Members))
+		got, err := a.AssignIndexed(learnertest.IndexedMembers(g.Tasks, g.Members))
 		where := fmt.Sprintf("group %d (LEARNER_SEED=%d), %s:\n%s", i, seed, what, g)
 		if wantErr == nil {
 			require.False(t, corrupt, "Assign accepted %s", where)
 			require.NoError(t, err, "AssignIndexed(%s)", where)
-			require.Equal(t, want, assignmentsByID(a, got), "AssignIndexed(%s) by ID, want Assign's answer", where)
+			require.Equal(t, want, learnertest.AssignmentsByID(g.Tasks, got), "AssignIndexed(%s) by ID, want Assign's answer", where)
 			continue
 		}
 		corrupted++
@@ -201,24 +154,9 @@ func FuzzAssignIndexed(f *testing.F) {
 			require.ErrorIs(t, err, ErrInvalidMember, "AssignIndexed(%+v)", members)
 			return
 		}
-		byID := make([]MemberMetadata, len(members))
-		for i, m := range members {
-			ids := func(idx []int32) []string {
-				var out []string
-				for _, t := range idx {
-					out = append(out, tasks[t].ID)
-				}
-				return out
-			}
-			mm := MemberMetadata{ID: m.ID, Assigned: append(ids(m.Assigned), m.Stale...), Revoked: ids(m.Revoked),
-				Learning: ids(m.Learning), Ready: ids(m.Ready), Standby: ids(m.Standby), Leaving: m.Leaving, Capacity: m.Capacity, Rack: m.Rack}
-			for _, l := range m.Lag {
-				mm.Lag = append(mm.Lag, TaskLag{Task: tasks[l.Task].ID, Lag: l.Lag})
-			}
-			byID[i] = mm
-		}
+		byID := learnertest.MembersByID(tasks, members)
 		want, err := a.Assign(byID)
 		require.NoError(t, err, "Assign(%+v), whose indexed form AssignIndexed accepts", byID)
-		require.Equal(t, want, assignmentsByID(a, out), "AssignIndexed(%+v) by ID, want Assign's answer", members)
+		require.Equal(t, want, learnertest.AssignmentsByID(tasks, out), "AssignIndexed(%+v) by ID, want Assign's answer", members)
 	})
 }

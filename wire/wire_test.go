@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -73,29 +74,9 @@ func (c *Codec) canonicalAssignment(as learner.Assignment) learner.Assignment {
 }
 
 // indexedMember is m as DecodeIndexedMember gives what DecodeMember gives
-// as m: tasks by index, in the same order; held tasks the topology lacks
-// in Stale, the others left out.
+// as m.
 func (c *Codec) indexedMember(m learner.MemberMetadata) learner.IndexedMember {
-	x := learner.IndexedMember{ID: m.ID, Leaving: m.Leaving, Capacity: m.Capacity, Rack: m.Rack}
-	indices := func(ids []string, held bool) []int32 {
-		var idx []int32
-		for _, id := range ids {
-			if t := c.a.TaskIndex(id); t >= 0 {
-				idx = append(idx, int32(t))
-			} else if held {
-				x.Stale = append(x.Stale, id)
-			}
-		}
-		return idx
-	}
-	x.Assigned, x.Revoked = indices(m.Assigned, true), indices(m.Revoked, true)
-	x.Learning, x.Ready, x.Standby = indices(m.Learning, false), indices(m.Ready, false), indices(m.Standby, false)
-	for _, l := range m.Lag {
-		if t := c.a.TaskIndex(l.Task); t >= 0 {
-			x.Lag = append(x.Lag, learner.IndexedLag{Task: int32(t), Lag: l.Lag})
-		}
-	}
-	return x
+	return learnertest.IndexedMembers(c.a.Tasks(), []learner.MemberMetadata{m})[0]
 }
 
 func denseIDs(from, to int) []string {
