@@ -198,9 +198,6 @@ type reader struct {
 	// is one per standby, a hundred thousand in a large group.
 	warmSb  []bool
 	warmLag []reportedLag
-	// entries holds the lists of the member being read, by ID, as task
-	// entries (see report); room for the longest report, reused.
-	entries []int32
 
 	// The member being read.
 	m            report
@@ -213,37 +210,68 @@ type reader struct {
 }
 
 // report is the member being read, by ID or by index: its profile and
-// its lists as task entries. An entry is a task index; in a report by ID,
-// ^i stands for the i-th ID of its list when the topology has no such ID
-// (the ID itself is read again only then). Both entry points share every
-// rule below through this form; an index outside the topology can only
-// come from a report by index, and is an error.
+// its lists. Both entry points share every rule below: a listed task is
+// read as its index (taskList.at) and, on the slow path of errors and
+// tasks the topology lacks, with the ID it was given by ("" from a report
+// by index); only what one form can get wrong (an ID the topology lacks,
+// an index outside the topology) differs.
 type report struct {
 	id                                          string
 	leaving                                     bool
 	capacity                                    int
 	rack                                        string
-	assigned, revoked, learning, ready, standby []int32
+	assigned, revoked, learning, ready, standby taskList
 	byID                                        *MemberMetadata // nil for a report by index
 	byIndex                                     *IndexedMember  // nil for a report by ID
 }
 
+// taskList is one list of the member being read: task IDs (a report by
+// ID) or task indices (by index); the other is nil.
+//
+// Why not turn the IDs into indices first and read one form: that pass,
+// a buffer written and read back per member, made Assign 20-40% slower
+// (BenchmarkAssign, 1,000 x 100,000 and 10,000 x 1,000,000); a branch per
+// task that always goes the same way costs next to nothing.
+type taskList struct {
+	ids []string
+	idx []int32
+}
+
+func (l *taskList) len() int { return len(l.ids) + len(l.idx) }
+
+// at returns the index of the i-th task of l: none for an ID the topology
+// lacks; an index from a report by index as given, in range or not.
+func (l *taskList) at(x *taskIndex, i int) int32 {
+	if l.ids != nil {
+		return x.lookup(l.ids[i])
+	}
+	return l.idx[i]
+}
+
+// id returns the ID the i-th task of l was given by, "" in a report by
+// index.
+func (l *taskList) id(i int) string {
+	if l.ids != nil {
+		return l.ids[i]
+	}
+	return ""
+}
+
 func newReader(g *group) reader {
-	var heldN, warmN, learningN, standbyMax, learningMax, listedMax int
-	note := func(assigned, revoked, learning, ready, standby, lag int) {
+	var heldN, warmN, learningN, standbyMax, learningMax int
+	note := func(assigned, revoked, learning, standby, lag int) {
 		heldN += assigned + revoked
 		warmN += standby + lag
 		learningN += learning
 		standbyMax, learningMax = max(standbyMax, standby), max(learningMax, learning)
-		listedMax = max(listedMax, assigned+revoked+learning+ready+standby)
 	}
 	for i := range g.in.byID {
 		m := &g.in.byID[i]
-		note(len(m.Assigned), len(m.Revoked), len(m.Learning), len(m.Ready), len(m.Standby), len(m.Lag))
+		note(len(m.Assigned), len(m.Revoked), len(m.Learning), len(m.Standby), len(m.Lag))
 	}
 	for i := range g.in.byIndex {
 		m := &g.in.byIndex[i]
-		note(len(m.Assigned), len(m.Revoked), len(m.Learning), len(m.Ready), len(m.Standby), len(m.Lag))
+		note(len(m.Assigned), len(m.Revoked), len(m.Learning), len(m.Standby), len(m.Lag))
 	}
 	n, nt, s := g.in.len(), len(g.tasks), g.scratch
 	if learningN > 0 { // else nobody learns, and resolveLearners skips its pass
@@ -252,94 +280,51 @@ func newReader(g *group) reader {
 	}
 	g.held = csr{start: s.int32s.make(n + 1), items: s.int32s.room(heldN)}
 	g.warmBy = csr{start: s.int32s.make(n + 1), items: s.int32s.room(warmN)}
-	rd := reader{group: g, stamp: s.uint32s.make(nt), warmSb: s.bools.room(warmN),
+	return reader{group: g, stamp: s.uint32s.make(nt), warmSb: s.bools.room(warmN),
 		standby: s.int32s.room(standbyMax), learning: s.int32s.room(learningMax)}
-	if g.in.byID != nil {
-		rd.entries = s.int32s.room(listedMax)
-	}
-	return rd
 }
 
-// load makes the member at position pos the one being read. A report by
-// ID has its lists looked up here, each ID once, into entries: a tight
-// loop of lookups, apart from the checks that follow.
+// load makes the member at position pos the one being read.
 func (rd *reader) load(pos int) {
 	if rd.in.byID == nil {
 		m := &rd.in.byIndex[pos]
 		rd.m = report{id: m.ID, leaving: m.Leaving, capacity: m.Capacity, rack: m.Rack,
-			assigned: m.Assigned, revoked: m.Revoked, learning: m.Learning, ready: m.Ready, standby: m.Standby, byIndex: m}
+			assigned: taskList{idx: m.Assigned}, revoked: taskList{idx: m.Revoked}, learning: taskList{idx: m.Learning},
+			ready: taskList{idx: m.Ready}, standby: taskList{idx: m.Standby}, byIndex: m}
 		return
 	}
 	m := &rd.in.byID[pos]
-	rd.entries = rd.entries[:0]
 	rd.m = report{id: m.ID, leaving: m.Leaving, capacity: m.Capacity, rack: m.Rack,
-		assigned: rd.intern(m.Assigned), revoked: rd.intern(m.Revoked), learning: rd.intern(m.Learning),
-		ready: rd.intern(m.Ready), standby: rd.intern(m.Standby), byID: m}
+		assigned: taskList{ids: m.Assigned}, revoked: taskList{ids: m.Revoked}, learning: taskList{ids: m.Learning},
+		ready: taskList{ids: m.Ready}, standby: taskList{ids: m.Standby}, byID: m}
 }
 
-// intern appends ids to entries as task entries and returns them.
-func (rd *reader) intern(ids []string) []int32 {
-	from := len(rd.entries)
-	for i, id := range ids {
-		t := rd.index.lookup(id)
-		if t == none {
-			t = ^int32(i)
-		}
-		rd.entries = append(rd.entries, t)
-	}
-	return rd.entries[from:len(rd.entries):len(rd.entries)]
-}
+// known reports whether t is a task of the topology.
+func (rd *reader) known(t int32) bool { return uint32(t) < uint32(len(rd.stamp)) }
 
-// known reports whether entry e is a task of the topology.
-func (rd *reader) known(e int32) bool { return uint32(e) < uint32(len(rd.stamp)) }
-
-// name returns the ID behind entry e of list k in a report by ID, when the
-// topology lacks it; "" otherwise.
-func (rd *reader) name(e int32, k uint8) string {
-	m := rd.m.byID
-	if m == nil || e >= 0 {
-		return ""
-	}
-	i := int(^e)
-	switch k {
-	case kindAssigned:
-		return m.Assigned[i]
-	case kindRevoked:
-		return m.Revoked[i]
-	case kindLearning:
-		return m.Learning[i]
-	case kindStandby:
-		return m.Standby[i]
-	case kindReady:
-		return m.Ready[i]
-	}
-	return m.Lag[i].Task
-}
-
-// quoted names entry e of list k for an error: the task's ID, or its index
-// when it is outside the topology.
-func (rd *reader) quoted(e int32, k uint8) string {
+// quoted names a listed task for an error: by the ID it was given by or
+// its task's, or by its index when that is outside the topology.
+func (rd *reader) quoted(t int32, id string) string {
 	switch {
-	case rd.known(e):
-		return errtext.Quote(rd.tasks[e].ID)
 	case rd.m.byID != nil:
-		return errtext.Quote(rd.name(e, k))
+		return errtext.Quote(id)
+	case rd.known(t):
+		return errtext.Quote(rd.tasks[t].ID)
 	}
-	return fmt.Sprintf("index %d", e)
+	return fmt.Sprintf("index %d", t)
 }
 
-// resolve returns the task of entry e of list k, or none and the ID of a
-// task the topology lacks; it fails for a malformed ID or an index outside
-// the topology.
-func (rd *reader) resolve(e int32, k uint8) (int32, string, error) {
+// resolve checks a task listed in list k as t (its index, none for an ID
+// the topology lacks) and id (the ID it was given by, "" by index): it
+// returns t, or none and the ID of a task the topology lacks; it fails
+// for a malformed ID or an index outside the topology.
+func (rd *reader) resolve(t int32, id string, k uint8) (int32, string, error) {
 	switch {
-	case rd.known(e):
-		return e, "", nil
+	case rd.known(t):
+		return t, "", nil
 	case rd.m.byID == nil:
-		return none, "", rd.fail("task %s in %s is outside the topology's %d tasks", rd.quoted(e, k), kindNames[k], len(rd.tasks))
-	}
-	id := rd.name(e, k)
-	if !ValidID(id) {
+		return none, "", rd.fail("task %s in %s is outside the topology's %d tasks", rd.quoted(t, id), kindNames[k], len(rd.tasks))
+	case !ValidID(id):
 		return none, "", rd.fail("malformed task ID %s in %s", errtext.Quote(id), kindNames[k])
 	}
 	return none, id, nil
@@ -548,13 +533,14 @@ func (rd *reader) readLists() error {
 // task goes to the member's held row and claims ownership with the list's
 // class when the member stays or leaves; an unknown one comes back in its
 // Revoked.
-func (rd *reader) readHeld(entries []int32, k, ifStaying, ifLeaving uint8) error {
+func (rd *reader) readHeld(l taskList, k, ifStaying, ifLeaving uint8) error {
 	class := ifStaying
 	if rd.m.leaving {
 		class = ifLeaving
 	}
 	me := uint32(rd.rank+1) << kindBits
-	for _, t := range entries {
+	for i := range l.len() {
+		t := l.at(&rd.index, i)
 		// The usual case inline: a topology task nobody listed before in
 		// this report. Its stamp word is read once, and when it is zero
 		// (no member listed the task before) there is no claim to beat, so
@@ -568,7 +554,7 @@ func (rd *reader) readHeld(entries []int32, k, ifStaying, ifLeaving uint8) error
 		if !known || st&^kindAll == me { // unknown, or a repeat: mark says which error
 			var id string
 			var err error
-			if t, id, err = rd.mark(t, k); err != nil {
+			if t, id, err = rd.mark(t, l.id(i), k); err != nil {
 				return err
 			}
 			if t == none {
@@ -629,12 +615,13 @@ func (rd *reader) readStale() error {
 
 // readRole reads the entries of Standby or Learning (kind k), appending
 // its known tasks to into; unknown ones are dropped.
-func (rd *reader) readRole(entries []int32, k uint8, into []int32) ([]int32, error) {
+func (rd *reader) readRole(l taskList, k uint8, into []int32) ([]int32, error) {
 	me := uint32(rd.rank+1) << kindBits
-	for _, t := range entries {
+	for i := range l.len() {
+		t := l.at(&rd.index, i)
 		if !rd.known(t) || rd.stamp[t]&^kindAll == me { // unknown, or a repeat: mark says which error
 			var err error
-			if t, _, err = rd.mark(t, k); err != nil {
+			if t, _, err = rd.mark(t, l.id(i), k); err != nil {
 				return into, err
 			}
 			if t == none {
@@ -648,22 +635,23 @@ func (rd *reader) readRole(entries []int32, k uint8, into []int32) ([]int32, err
 	return into, nil
 }
 
-// mark checks entry e of list k of the member being read: that it names a
-// task (the topology's, or a well-formed ID it lacks) and that no list of
-// the member had the task before. It records the task and returns it, or
-// none and the ID of one the topology lacks.
-func (rd *reader) mark(e int32, k uint8) (int32, string, error) {
-	t, id, err := rd.resolve(e, k)
+// mark checks a task listed in k (as resolve takes it) that is not in the
+// topology or was listed before: that it names a task (the topology's, or
+// a well-formed ID it lacks) and that no list of the member had it before.
+// It records the task and returns it, or none and the ID of one the
+// topology lacks.
+func (rd *reader) mark(t int32, id string, k uint8) (int32, string, error) {
+	t, name, err := rd.resolve(t, id, k)
 	if err != nil {
 		return none, "", err
 	}
-	if was := rd.listed(t, id) & kindMask; was == k {
-		return none, "", rd.fail("task %s listed twice in %s", rd.quoted(e, k), kindNames[k])
+	if was := rd.listed(t, name) & kindMask; was == k {
+		return none, "", rd.fail("task %s listed twice in %s", rd.quoted(t, id), kindNames[k])
 	} else if was != 0 {
-		return none, "", rd.fail("task %s listed in both %s and %s", rd.quoted(e, k), kindNames[was], kindNames[k])
+		return none, "", rd.fail("task %s listed in both %s and %s", rd.quoted(t, id), kindNames[was], kindNames[k])
 	}
-	rd.list(t, id, k)
-	return t, id, nil
+	rd.list(t, name, k)
+	return t, name, nil
 }
 
 // sortHeld sorts the member's held row, held.items[from:], of which
@@ -696,21 +684,22 @@ func (rd *reader) sortHeld(from, revoked int) {
 
 // readReady checks that Ready is a subset of Learning, without repeats.
 func (rd *reader) readReady() error {
-	for _, e := range rd.m.ready {
-		t, id := e, rd.name(e, kindReady)
-		if !rd.known(e) {
+	l := &rd.m.ready
+	for i := range l.len() {
+		t, id := l.at(&rd.index, i), l.id(i)
+		if !rd.known(t) {
 			if rd.m.byID == nil {
-				_, _, err := rd.resolve(e, kindReady) // an index outside the topology
+				_, _, err := rd.resolve(t, id, kindReady) // an index outside the topology
 				return err
 			}
-			t = none
+			t = none // an ID the topology lacks: its kinds are kept by ID
 		}
 		k := rd.listed(t, id)
 		if k&kindMask != kindLearning {
-			return rd.fail("ready task %s is not in learning", rd.quoted(e, kindReady))
+			return rd.fail("ready task %s is not in learning", rd.quoted(t, id))
 		}
 		if k&kindReady != 0 {
-			return rd.fail("ready task %s listed twice", rd.quoted(e, kindReady))
+			return rd.fail("ready task %s listed twice", rd.quoted(t, id))
 		}
 		rd.list(t, id, kindReady)
 	}
@@ -736,19 +725,19 @@ func (rd *reader) readLag() (map[int32]int64, error) {
 	}
 	lags := make(map[int32]int64, n)
 	for i := range n {
-		e, lag := rd.lagAt(i)
+		t, id, lag := rd.lagAt(i)
 		if lag < 0 {
-			return nil, rd.fail("lag %d of task %s is negative", lag, rd.quoted(e, kindLag))
+			return nil, rd.fail("lag %d of task %s is negative", lag, rd.quoted(t, id))
 		}
-		t, id, err := rd.resolve(e, kindLag)
+		t, name, err := rd.resolve(t, id, kindLag)
 		if err != nil {
 			return nil, err
 		}
-		k := rd.listed(t, id)
+		k := rd.listed(t, name)
 		if k&kindLag != 0 {
-			return nil, rd.fail("lag of task %s reported twice", rd.quoted(e, kindLag))
+			return nil, rd.fail("lag of task %s reported twice", rd.quoted(t, id))
 		}
-		rd.list(t, id, kindLag)
+		rd.list(t, name, kindLag)
 		if t == none {
 			continue
 		}
@@ -760,19 +749,15 @@ func (rd *reader) readLag() (map[int32]int64, error) {
 	return lags, nil
 }
 
-// lagAt returns the entry and the lag of the member's i-th lag. Lags are
-// rare, so a report by ID has them looked up here rather than in load.
-func (rd *reader) lagAt(i int) (int32, int64) {
+// lagAt returns the member's i-th lag: its task as resolve takes it, and
+// the lag.
+func (rd *reader) lagAt(i int) (int32, string, int64) {
 	if rd.m.byIndex != nil {
 		l := rd.m.byIndex.Lag[i]
-		return l.Task, l.Lag
+		return l.Task, "", l.Lag
 	}
 	l := rd.m.byID.Lag[i]
-	t := rd.index.lookup(l.Task)
-	if t == none {
-		t = ^int32(i)
-	}
-	return t, l.Lag
+	return rd.index.lookup(l.Task), l.Task, l.Lag
 }
 
 // lagOf returns the lag reported for t, if any.

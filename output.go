@@ -25,7 +25,7 @@ func (g *group) output() []Assignment {
 		out[m] = Assignment{MemberID: g.in.id(int(g.byRank[m])),
 			Assigned: w[outAssigned], Revoked: w[outRevoked], Learning: w[outLearning], Learned: w[outLearned], Standby: w[outStandby]}
 	}
-	fill(g, &l, buf, func(t int32) string { return g.tasks[t].ID })
+	g.fill(&l, buf, nil)
 	for m := range int32(len(out)) {
 		if unknown := g.unknown[m]; len(unknown) > 0 { // after the topology's tasks fill put there
 			i := int(m)*outLists + outRevoked
@@ -50,7 +50,7 @@ func (g *group) outputIndexed() []IndexedAssignment {
 			out[m].Stale = sortedIDs(unknown)
 		}
 	}
-	fill(g, &l, buf, func(t int32) int32 { return t })
+	g.fill(&l, nil, buf)
 	return out
 }
 
@@ -146,16 +146,22 @@ func windows[T any](buf []T, l *outLayout, m int) (w [outLists][]T) {
 	return w
 }
 
-// fill writes every member's lists of the topology's tasks into buf, as
-// laid out by l, each task as task(t) gives it: its ID for Assign, its
-// index for AssignIndexed. Each list comes out in topology order. One
-// function for both outputs, at the price of a call through task per
-// listed task (it is not inlined into a generic function).
-func fill[T any](g *group, l *outLayout, buf []T, task func(t int32) T) {
+// fill writes every member's lists of the topology's tasks, as laid out
+// by l, into ids as task IDs (Assign) or into idx as task indices
+// (AssignIndexed); the other is nil. Each list comes out in topology
+// order. One function for both outputs, with a branch per task that always
+// goes the same way: a generic fill calling a function per task for the
+// ID or the index made Assign's output 2.5x slower (10,000 x 1,000,000).
+func (g *group) fill(l *outLayout, ids []string, idx []int32) {
+	next, tasks := l.next, g.tasks // locals, not loads through l and g at every task
 	put := func(m int32, list int, t int32) {
 		i := int(m)*outLists + list
-		buf[l.next[i]] = task(t)
-		l.next[i]++
+		if ids != nil {
+			ids[next[i]] = tasks[t].ID
+		} else {
+			idx[next[i]] = t
+		}
+		next[i]++
 	}
 	for t, o := range g.owner {
 		if o == none {
