@@ -40,6 +40,10 @@
 // leaders keep working. An incompatible change bumps the version byte; a
 // decoder rejects a version it does not know with ErrMalformed.
 //
+// A leader can keep the tasks as indices from end to end: DecodeIndexedMember
+// gives learner.Assignor.AssignIndexed its input without building a task ID,
+// and AppendIndexedAssignment encodes its answer.
+//
 // Task indices only mean something to a receiver with the same task list,
 // so every message carries the encoder's topology fingerprint. A receiver
 // whose fingerprint differs gets ErrTopologyMismatch and keeps what does not
