@@ -13,9 +13,10 @@ import (
 	"github.com/learnerassignor/learner/learnertest"
 )
 
-// TestAssignIndexedAgrees: on generated groups, valid or with one malformed
-// report (corruptGroup), AssignIndexed answers what Assign answers, by
-// index: the same assignments, or the same error. A malformed task ID has
+// TestAssignIndexedAgrees: on generated groups, valid (shuffled) or with
+// one malformed report (corruptGroup), AssignIndexed answers what Assign
+// answers, by index: the same assignments, or the same error; it leaves
+// its input as it was. A malformed task ID has
 // no index: the indexed report holds it in Stale, and the error names that
 // list instead.
 func TestAssignIndexedAgrees(t *testing.T) {
@@ -36,8 +37,14 @@ func TestAssignIndexedAgrees(t *testing.T) {
 			what, corrupt = corruptGroup(&g, byte(r.IntN(256)), r)
 		}
 		want, wantErr := a.Assign(g.Members)
-		got, err := a.AssignIndexed(learnertest.IndexedMembers(g.Tasks, g.Members))
+		indexed := learnertest.IndexedMembers(g.Tasks, g.Members)
+		if wantErr == nil { // any order gives the same answer; with an error, the first malformed member's
+			r.Shuffle(len(indexed), func(i, j int) { indexed[i], indexed[j] = indexed[j], indexed[i] })
+		}
+		before := learnertest.IndexedMembers(g.Tasks, learnertest.MembersByID(g.Tasks, indexed))
+		got, err := a.AssignIndexed(indexed)
 		where := fmt.Sprintf("group %d (LEARNER_SEED=%d), %s:\n%s", i, seed, what, g)
+		require.Equal(t, before, learnertest.IndexedMembers(g.Tasks, learnertest.MembersByID(g.Tasks, indexed)), "AssignIndexed(%s) changed its input", where)
 		if wantErr == nil {
 			require.False(t, corrupt, "Assign accepted %s", where)
 			require.NoError(t, err, "AssignIndexed(%s)", where)
