@@ -540,17 +540,20 @@ func (rd *reader) readHeld(l taskList, k, ifStaying, ifLeaving uint8) error {
 		class = ifLeaving
 	}
 	me := uint32(rd.rank+1) << kindBits
+	// The loop keeps what it reads at every task in locals: fields read
+	// through rd would be loaded again after every write to memory.
+	stamp, index, owner := rd.stamp, &rd.index, rd.owner
 	for i := range l.len() {
-		t := l.at(&rd.index, i)
+		t := l.at(index, i)
 		// The usual case inline: a topology task nobody listed before in
 		// this report. Its stamp word is read once, and when it is zero
 		// (no member listed the task before) there is no claim to beat, so
 		// the claim is written without reading the owner's: one random
 		// read per task, not two.
 		var st uint32
-		known := rd.known(t)
+		known := uint32(t) < uint32(len(stamp))
 		if known {
-			st = rd.stamp[t]
+			st = stamp[t]
 		}
 		if !known || st&^kindAll == me { // unknown, or a repeat: mark says which error
 			var id string
@@ -562,20 +565,20 @@ func (rd *reader) readHeld(l taskList, k, ifStaying, ifLeaving uint8) error {
 				rd.addUnknown(id)
 				continue
 			}
-			st = rd.stamp[t] // not zero: compare the classes below
+			st = stamp[t] // not zero: compare the classes below
 		} else {
-			rd.stamp[t] = me | uint32(k)
+			stamp[t] = me | uint32(k)
 		}
 		rd.held.items = append(rd.held.items, t)
 		mine := int32(class)<<claimShift | rd.rank
 		if st == 0 { // nobody listed t before: no claim to beat
-			rd.owner[t] = mine
-		} else if w := rd.owner[t]; w == none {
-			rd.owner[t] = mine
+			owner[t] = mine
+		} else if w := owner[t]; w == none {
+			owner[t] = mine
 		} else {
 			rd.contested = true
 			if mine>>claimShift > w>>claimShift { // the best class wins; members come in rank order, so the first wins ties
-				rd.owner[t] = mine
+				owner[t] = mine
 			}
 		}
 	}
