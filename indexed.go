@@ -58,6 +58,7 @@ type IndexedAssignment struct {
 // same assignments (by index), the same errors for the same malformed
 // reports, from the same code. It returns one IndexedAssignment per
 // member, in natural order of member ID; with no members, an empty slice.
+// Like Assign it never mutates members and depends on nothing else.
 //
 // Besides Assign's errors, an index outside the topology and a Stale task
 // that is malformed, repeated or in the topology are errors wrapping

@@ -51,8 +51,8 @@ func (c *Codec) DecodeMember(b []byte) (learner.MemberMetadata, error) {
 // order sent, and otherwise left out, as Assign drops them. Lists are in
 // topology order; empty lists are nil. Errors, allocation and the partial
 // result on ErrTopologyMismatch are as for DecodeMember; in that partial
-// result, tasks sent by name that this topology has are given by index,
-// after the others.
+// result, the tasks sent by name that this topology has are given by its
+// index, in the order sent.
 //
 // What DecodeIndexedMember returns without an error is a report
 // AssignIndexed accepts on its own: the rules on one member's lists are
