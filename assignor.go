@@ -53,19 +53,10 @@ func (a *Assignor) Options() Options { return a.opts }
 // never lost or duplicated; malformed reports are an error wrapping
 // ErrInvalidMember that names the member and the task.
 func (a *Assignor) Assign(members []MemberMetadata) ([]Assignment, error) {
-	s := getScratch(&a.scratch)
-	g, err := ingest(&a.topology, a.opts, members, s)
+	g, s, err := a.assign(reports{byID: members})
 	if err != nil {
-		// A malformed report may have reserved room for all it listed:
-		// the pool must not keep that size.
-		putScratch(&a.scratch, s, false)
 		return nil, err
 	}
-	defer putScratch(&a.scratch, s, true) // output below shares no memory with s
-	g.resolveLearners()
-	g.placeOrphans()
-	g.handOverLeaving()
-	g.balance()
-	g.placeStandbys()
+	defer putScratch(&a.scratch, s, true) // the output shares no memory with s
 	return g.output(), nil
 }

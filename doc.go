@@ -18,6 +18,11 @@
 // it is safe for concurrent use; it reuses Assign's working memory from one
 // call to the next, which changes no output.
 //
+// AssignIndexed is Assign for a leader whose reports arrive with tasks named
+// by their index in the topology (IndexedMember; the wire package decodes
+// them so): the same rules from the same code, answers by index
+// (IndexedAssignment), and no task ID built or looked up.
+//
 // # The rules in brief
 //
 //  1. One owner: every task has exactly one active owner whenever the group

@@ -47,7 +47,7 @@ func (e *MemberError) Error() string {
 // Unwrap returns ErrInvalidMember.
 func (e *MemberError) Unwrap() error { return ErrInvalidMember }
 
-// memberErr reports a problem with the member at position pos.
-func memberErr(m *MemberMetadata, pos int, format string, args ...any) error {
-	return &MemberError{Position: pos, ID: m.ID, Problem: fmt.Sprintf(format, args...), DuplicateOf: -1}
+// memberErr reports a problem with the member with the given ID at position pos.
+func memberErr(id string, pos int, format string, args ...any) error {
+	return &MemberError{Position: pos, ID: id, Problem: fmt.Sprintf(format, args...), DuplicateOf: -1}
 }

@@ -60,3 +60,25 @@ func ExampleAssignor_Assign() {
 	// worker-1(assigned: [0_0, 0_1], revoked: [1_0], learning: [])
 	// worker-2(assigned: [1_0], revoked: [], learning: [], standby: [0_0, 0_1])
 }
+
+// A leader whose reports arrive as task indices (the wire package decodes
+// them so) assigns without building task IDs.
+func ExampleAssignor_AssignIndexed() {
+	a, err := learner.New([]learner.Task{{ID: "0_0"}, {ID: "0_1"}, {ID: "0_2"}}, learner.Options{})
+	if err != nil {
+		panic(err)
+	}
+	out, err := a.AssignIndexed([]learner.IndexedMember{
+		{ID: "S1", Assigned: []int32{0, 1, 2}, Stale: []string{"9_0"}}, // 9_0 is no longer a task
+		{ID: "S2"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, as := range out {
+		fmt.Println(as.MemberID, as.Assigned, as.Revoked, as.Stale)
+	}
+	// Output:
+	// S1 [1 2] [0] [9_0]
+	// S2 [0] [] []
+}

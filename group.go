@@ -13,7 +13,7 @@ type group struct {
 	*topology
 	opts    Options
 	scratch *scratch // where the group's arrays come from
-	in      []MemberMetadata
+	in      reports
 	byRank  []int32 // rank -> position in in
 
 	// Per member.
@@ -24,6 +24,7 @@ type group struct {
 	load     []int32 // planned active tasks: owned and not learned away, plus learning
 	held     csr     // tasks reported in Assigned or Revoked, sorted
 	warmBy   csr     // per member: tasks it has local state for (standby or lag), smallest lag first
+	readyBy  csr     // per member: its learner tasks ready by Options.LearnerReady's rule; nil start when nobody learns
 	unknown  map[int32][]string
 	// contested is set when two members reported holding one task (in
 	// Assigned or Revoked): the loser's held row then has a task it never
@@ -57,8 +58,8 @@ type group struct {
 // newGroup allocates the per-member and per-task state of a group whose
 // members, in rank order, are in[byRank[0]], in[byRank[1]], ...; nobody owns
 // or learns anything yet.
-func newGroup(topo *topology, opts Options, in []MemberMetadata, byRank []int32, s *scratch) *group {
-	n, nt := len(in), len(topo.tasks)
+func newGroup(topo *topology, opts Options, in reports, byRank []int32, s *scratch) *group {
+	n, nt := in.len(), len(topo.tasks)
 	g := &group{topology: topo, opts: opts, scratch: s, in: in, byRank: byRank}
 	g.leaving = s.bools.make(n)
 	g.capacity = make([]int64, n)

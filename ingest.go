@@ -15,13 +15,13 @@ import (
 // works on integers.
 
 // ingest validates the members, orders them by ID and interns their reports.
-func ingest(topo *topology, opts Options, in []MemberMetadata, s *scratch) (*group, error) {
+func ingest(topo *topology, opts Options, in reports, s *scratch) (*group, error) {
 	byRank, err := rankMembers(in, s)
 	if err != nil {
 		return nil, err
 	}
 	rd := newReader(newGroup(topo, opts, in, byRank, s))
-	for r := range int32(len(in)) {
+	for r := range int32(in.len()) {
 		if err := rd.read(r); err != nil {
 			return nil, err
 		}
@@ -37,34 +37,35 @@ func ingest(topo *topology, opts Options, in []MemberMetadata, s *scratch) (*gro
 
 // rankMembers checks the member IDs and returns the members' positions in
 // natural ID order.
-func rankMembers(in []MemberMetadata, s *scratch) ([]int32, error) {
-	if len(in) > maxMembers {
-		return nil, fmt.Errorf("learner: %d members, more than %d: %w", len(in), maxMembers, ErrInvalidMember)
+func rankMembers(in reports, s *scratch) ([]int32, error) {
+	n := in.len()
+	if n > maxMembers {
+		return nil, fmt.Errorf("learner: %d members, more than %d: %w", n, maxMembers, ErrInvalidMember)
 	}
-	for i := range in {
-		if !ValidID(in[i].ID) {
-			return nil, memberErr(&in[i], i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", MaxIDLen)
+	for i := range n {
+		if !ValidID(in.id(i)) {
+			return nil, memberErr(in.id(i), i, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", MaxIDLen)
 		}
 	}
 	skip, key := sharedIDPrefix(in), make([]byte, 0, 2*MaxIDLen+1)
-	heads := make([]keyHead, len(in))
-	for i := range in {
-		heads[i] = keyHead{head: naturalHead(key, in[i].ID[skip:]), pos: int32(i)}
+	heads := make([]keyHead, n)
+	for i := range n {
+		heads[i] = keyHead{head: naturalHead(key, in.id(i)[skip:]), pos: int32(i)}
 	}
 	slices.SortFunc(heads, func(x, y keyHead) int {
 		if x.head != y.head {
 			return cmp.Compare(x.head, y.head)
 		}
-		return compareIDs(in[x.pos].ID, in[y.pos].ID)
+		return compareIDs(in.id(int(x.pos)), in.id(int(y.pos)))
 	})
-	byRank := s.int32s.make(len(in))
+	byRank := s.int32s.make(n)
 	for r, h := range heads {
 		byRank[r] = h.pos
 	}
-	for r := 1; r < len(in); r++ {
-		if in[byRank[r]].ID == in[byRank[r-1]].ID {
+	for r := 1; r < n; r++ {
+		if in.id(int(byRank[r])) == in.id(int(byRank[r-1])) {
 			p := int(max(byRank[r], byRank[r-1]))
-			return nil, &MemberError{Position: p, ID: in[p].ID, Problem: "duplicate member ID", DuplicateOf: int(min(byRank[r], byRank[r-1]))}
+			return nil, &MemberError{Position: p, ID: in.id(p), Problem: "duplicate member ID", DuplicateOf: int(min(byRank[r], byRank[r-1]))}
 		}
 	}
 	return byRank, nil
@@ -110,14 +111,14 @@ func naturalHead(key []byte, id string) uint64 {
 // backed up to the start of a run of digits so that no run straddles it:
 // the natural keys of what follows it then order the members as the keys
 // of their whole IDs do.
-func sharedIDPrefix(in []MemberMetadata) int {
-	if len(in) == 0 {
+func sharedIDPrefix(in reports) int {
+	if in.len() == 0 {
 		return 0
 	}
-	first := in[0].ID
+	first := in.id(0)
 	n := len(first)
-	for i := range in[1:] {
-		id := in[i+1].ID
+	for i := 1; i < in.len(); i++ {
+		id := in.id(i)
 		n = min(n, len(id))
 		for j := range n {
 			if id[j] != first[j] {
@@ -148,11 +149,14 @@ const (
 )
 
 // List kinds recorded in the per-task stamp while one member is validated.
+// Stale (IndexedMember.Stale) is recorded only by ID: its tasks have no
+// index.
 const (
 	kindAssigned uint8 = 1 + iota
 	kindRevoked
 	kindLearning
 	kindStandby
+	kindStale
 	kindMask  = 7
 	kindReady = 8
 	kindLag   = 16
@@ -163,7 +167,8 @@ const (
 // maxMembers keeps rank+1 within reader.stamp's 32-kindBits bits.
 const maxMembers = 1<<(32-kindBits) - 1
 
-var kindNames = [...]string{kindAssigned: "assigned", kindRevoked: "revoked", kindLearning: "learning", kindStandby: "standby"}
+var kindNames = [...]string{kindAssigned: "assigned", kindRevoked: "revoked", kindLearning: "learning", kindStandby: "standby",
+	kindStale: "stale", kindReady: "ready", kindLag: "lag"}
 
 // warmEntry is one of a member's warm entries, gathered only to sort a
 // member's entries in the rare report whose entries arrive out of order.
@@ -195,7 +200,7 @@ type reader struct {
 	warmLag []reportedLag
 
 	// The member being read.
-	m            *MemberMetadata
+	m            report
 	pos          int              // its position in the input
 	rank         int32            // its rank
 	unknownKinds map[string]uint8 // lists (kind*) of its tasks the topology lacks
@@ -204,23 +209,131 @@ type reader struct {
 	merge        []int32 // scratch for sortHeld
 }
 
+// report is the member being read, by ID or by index: its profile and
+// its lists. Both entry points share every rule below: a listed task is
+// read as its index (taskList.at) and, on the slow path of errors and
+// tasks the topology lacks, with the ID it was given by ("" from a report
+// by index); only what one form can get wrong (an ID the topology lacks,
+// an index outside the topology) differs.
+type report struct {
+	id                                          string
+	leaving                                     bool
+	capacity                                    int
+	rack                                        string
+	assigned, revoked, learning, ready, standby taskList
+	byID                                        *MemberMetadata // nil for a report by index
+	byIndex                                     *IndexedMember  // nil for a report by ID
+}
+
+// taskList is one list of the member being read: task IDs (a report by
+// ID) or task indices (by index); the other is nil.
+//
+// Why not turn the IDs into indices first and read one form: that pass,
+// a buffer written and read back per member, added about a sixth to
+// Assign's CPU time (profile of BenchmarkAssign at 10,000 x 1,000,000,
+// stable); a branch per task that always goes the same way costs next to
+// nothing.
+type taskList struct {
+	ids []string
+	idx []int32
+}
+
+func (l *taskList) len() int { return len(l.ids) + len(l.idx) }
+
+// at returns the index of the i-th task of l: none for an ID the topology
+// lacks; an index from a report by index as given, in range or not.
+func (l *taskList) at(x *taskIndex, i int) int32 {
+	if l.ids != nil {
+		return x.lookup(l.ids[i])
+	}
+	return l.idx[i]
+}
+
+// id returns the ID the i-th task of l was given by, "" in a report by
+// index.
+func (l *taskList) id(i int) string {
+	if l.ids != nil {
+		return l.ids[i]
+	}
+	return ""
+}
+
 func newReader(g *group) reader {
 	var heldN, warmN, learningN, standbyMax, learningMax int
-	for i := range g.in {
-		m := &g.in[i]
-		heldN += len(m.Assigned) + len(m.Revoked)
-		warmN += len(m.Standby) + len(m.Lag)
-		learningN += len(m.Learning)
-		standbyMax, learningMax = max(standbyMax, len(m.Standby)), max(learningMax, len(m.Learning))
+	note := func(assigned, revoked, learning, standby, lag int) {
+		heldN += assigned + revoked
+		warmN += standby + lag
+		learningN += learning
+		standbyMax, learningMax = max(standbyMax, standby), max(learningMax, learning)
 	}
-	n, nt, s := len(g.in), len(g.tasks), g.scratch
+	for i := range g.in.byID {
+		m := &g.in.byID[i]
+		note(len(m.Assigned), len(m.Revoked), len(m.Learning), len(m.Standby), len(m.Lag))
+	}
+	for i := range g.in.byIndex {
+		m := &g.in.byIndex[i]
+		note(len(m.Assigned), len(m.Revoked), len(m.Learning), len(m.Standby), len(m.Lag))
+	}
+	n, nt, s := g.in.len(), len(g.tasks), g.scratch
 	if learningN > 0 { // else nobody learns, and resolveLearners skips its pass
 		g.keyAt, g.learnerKeys = s.int32s.make(nt), make([]learnerKey, 0, learningN)
+		g.readyBy = csr{start: s.int32s.make(n + 1), items: s.int32s.room(learningN)}
 	}
 	g.held = csr{start: s.int32s.make(n + 1), items: s.int32s.room(heldN)}
 	g.warmBy = csr{start: s.int32s.make(n + 1), items: s.int32s.room(warmN)}
 	return reader{group: g, stamp: s.uint32s.make(nt), warmSb: s.bools.room(warmN),
 		standby: s.int32s.room(standbyMax), learning: s.int32s.room(learningMax)}
+}
+
+// load makes the member at position pos the one being read.
+func (rd *reader) load(pos int) {
+	if rd.in.byID == nil {
+		m := &rd.in.byIndex[pos]
+		rd.m = report{id: m.ID, leaving: m.Leaving, capacity: m.Capacity, rack: m.Rack,
+			assigned: taskList{idx: m.Assigned}, revoked: taskList{idx: m.Revoked}, learning: taskList{idx: m.Learning},
+			ready: taskList{idx: m.Ready}, standby: taskList{idx: m.Standby}, byIndex: m}
+		return
+	}
+	m := &rd.in.byID[pos]
+	rd.m = report{id: m.ID, leaving: m.Leaving, capacity: m.Capacity, rack: m.Rack,
+		assigned: taskList{ids: m.Assigned}, revoked: taskList{ids: m.Revoked}, learning: taskList{ids: m.Learning},
+		ready: taskList{ids: m.Ready}, standby: taskList{ids: m.Standby}, byID: m}
+}
+
+// known reports whether t is a task of the topology.
+func (rd *reader) known(t int32) bool { return uint32(t) < uint32(len(rd.stamp)) }
+
+// quoted names a listed task for an error: by the ID it was given by or
+// its task's, or by its index when that is outside the topology.
+func (rd *reader) quoted(t int32, id string) string {
+	switch {
+	case rd.m.byID != nil:
+		return errtext.Quote(id)
+	case rd.known(t):
+		return errtext.Quote(rd.tasks[t].ID)
+	}
+	return fmt.Sprintf("index %d", t)
+}
+
+// resolve checks a task listed in list k as t (its index, none for an ID
+// the topology lacks) and id (the ID it was given by, "" by index): it
+// returns t, or none and the ID of a task the topology lacks; it fails
+// for a malformed ID or an index outside the topology.
+func (rd *reader) resolve(t int32, id string, k uint8) (int32, string, error) {
+	switch {
+	case rd.known(t):
+		return t, "", nil
+	case rd.m.byID == nil:
+		return none, "", rd.fail("task %s in %s is outside the topology's %d tasks", rd.quoted(t, id), kindNames[k], len(rd.tasks))
+	case !ValidID(id):
+		return none, "", rd.fail("malformed task ID %s in %s", errtext.Quote(id), kindNames[k])
+	}
+	return none, id, nil
+}
+
+// fail reports a problem with the member being read.
+func (rd *reader) fail(format string, args ...any) error {
+	return memberErr(rd.m.id, rd.pos, format, args...)
 }
 
 // listed returns the lists (kind*) the member being read has listed task t
@@ -256,7 +369,8 @@ func (rd *reader) list(t int32, id string, k uint8) {
 // read reads the report of the member of rank r.
 func (rd *reader) read(r int32) error {
 	rd.pos = int(rd.byRank[r])
-	rd.m, rd.rank, rd.unknownKinds = &rd.in[rd.pos], r, nil
+	rd.rank, rd.unknownKinds = r, nil
+	rd.load(rd.pos)
 	if err := rd.readProfile(); err != nil {
 		return err
 	}
@@ -284,9 +398,14 @@ func (rd *reader) read(r int32) error {
 	rd.warmBy.start[r+1] = int32(len(rd.warmBy.items))
 	for _, t := range rd.learning {
 		lag := lagOf(lags, t)
-		// Options.LearnerReady's rule, on the dense form already built.
-		ready := rd.listed(t, "")&kindReady != 0 || (rd.opts.AcceptableLag > 0 && lag.within(rd.opts.AcceptableLag))
-		rd.offerLearner(t, r, learnerKey{records: lag.records, lagReported: lag.reported, staying: !rd.m.Leaving, ready: ready})
+		ready := rd.opts.learnerReady(rd.listed(t, "")&kindReady != 0, lag.within(rd.opts.AcceptableLag))
+		if ready {
+			rd.readyBy.items = append(rd.readyBy.items, t)
+		}
+		rd.offerLearner(t, r, learnerKey{records: lag.records, lagReported: lag.reported, staying: !rd.m.leaving, ready: ready})
+	}
+	if rd.readyBy.start != nil {
+		rd.readyBy.start[r+1] = int32(len(rd.readyBy.items))
 	}
 	return nil
 }
@@ -344,34 +463,34 @@ func compareWarm(x, y warmEntry) int {
 
 // readProfile reads the member's leaving flag, capacity and rack.
 func (rd *reader) readProfile() error {
-	m, r := rd.m, rd.rank
-	rd.leaving[r] = m.Leaving
-	if !m.Leaving {
+	r := rd.rank
+	rd.leaving[r] = rd.m.leaving
+	if !rd.m.leaving {
 		rd.staying++
 	}
 	switch {
-	case m.Capacity < 0 || m.Capacity > MaxCapacity:
-		return memberErr(m, rd.pos, "capacity %d is out of range (0 to %d)", m.Capacity, MaxCapacity)
-	case m.Capacity == 0:
+	case rd.m.capacity < 0 || rd.m.capacity > MaxCapacity:
+		return rd.fail("capacity %d is out of range (0 to %d)", rd.m.capacity, MaxCapacity)
+	case rd.m.capacity == 0:
 		rd.capacity[r] = 1
 	default:
-		rd.capacity[r] = int64(m.Capacity)
+		rd.capacity[r] = int64(rd.m.capacity)
 	}
-	if !m.Leaving {
+	if !rd.m.leaving {
 		rd.capTotal += rd.capacity[r]
 	}
 	rd.rack[r] = none
-	if m.Rack != "" {
-		if !ValidID(m.Rack) {
-			return memberErr(m, rd.pos, "malformed rack %s", errtext.Quote(m.Rack))
+	if rd.m.rack != "" {
+		if !ValidID(rd.m.rack) {
+			return rd.fail("malformed rack %s", errtext.Quote(rd.m.rack))
 		}
 		if rd.racks == nil {
 			rd.racks = map[string]int32{}
 		}
-		id, ok := rd.racks[m.Rack]
+		id, ok := rd.racks[rd.m.rack]
 		if !ok {
 			id = int32(len(rd.racks))
-			rd.racks[m.Rack] = id
+			rd.racks[rd.m.rack] = id
 		}
 		rd.rack[r] = id
 		rd.nRacks = len(rd.racks)
@@ -380,28 +499,30 @@ func (rd *reader) readProfile() error {
 }
 
 // readLists reads the lists that name tasks: Assigned and Revoked (the
-// tasks the member holds, which claim ownership), Standby and Learning. A
-// task may be in at most one of them, once; the error names the two lists
-// in this order.
+// tasks the member holds, which claim ownership), Stale, Standby and
+// Learning. A task may be in at most one of them, once; the error names the
+// two lists in this order.
 //
 // One loop per kind of list instead of one over a table of lists: the hot
 // loop then keeps its slice and claim class in registers, and ingest is
 // most of Assign's time for a group with little to move.
 func (rd *reader) readLists() error {
-	m := rd.m
 	heldFrom := len(rd.held.items)
-	if err := rd.readHeld(m.Assigned, kindAssigned, claimActiveStaying, claimActiveLeaving); err != nil {
+	if err := rd.readHeld(rd.m.assigned, kindAssigned, claimActiveStaying, claimActiveLeaving); err != nil {
 		return err
 	}
 	revokedFrom := len(rd.held.items)
-	if err := rd.readHeld(m.Revoked, kindRevoked, claimRevokedStaying, claimRevokedLeaving); err != nil {
+	if err := rd.readHeld(rd.m.revoked, kindRevoked, claimRevokedStaying, claimRevokedLeaving); err != nil {
+		return err
+	}
+	if err := rd.readStale(); err != nil {
 		return err
 	}
 	var err error
-	if rd.standby, err = rd.readRole(m.Standby, kindStandby, rd.standby[:0]); err != nil {
+	if rd.standby, err = rd.readRole(rd.m.standby, kindStandby, rd.standby[:0]); err != nil {
 		return err
 	}
-	if rd.learning, err = rd.readRole(m.Learning, kindLearning, rd.learning[:0]); err != nil {
+	if rd.learning, err = rd.readRole(rd.m.learning, kindLearning, rd.learning[:0]); err != nil {
 		return err
 	}
 	rd.sortHeld(heldFrom, revokedFrom)
@@ -409,67 +530,102 @@ func (rd *reader) readLists() error {
 	return nil
 }
 
-// readHeld reads Assigned or Revoked (kind k): each known task goes to the
-// member's held row and claims ownership with the list's class when the
-// member stays or leaves; an unknown one comes back in its Revoked.
-func (rd *reader) readHeld(ids []string, k, ifStaying, ifLeaving uint8) error {
+// readHeld reads the entries of Assigned or Revoked (kind k): each known
+// task goes to the member's held row and claims ownership with the list's
+// class when the member stays or leaves; an unknown one comes back in its
+// Revoked.
+func (rd *reader) readHeld(l taskList, k, ifStaying, ifLeaving uint8) error {
 	class := ifStaying
-	if rd.m.Leaving {
+	if rd.m.leaving {
 		class = ifLeaving
 	}
 	me := uint32(rd.rank+1) << kindBits
-	for _, id := range ids {
+	// The loop keeps what it reads at every task in locals: fields read
+	// through rd would be loaded again after every write to memory.
+	stamp, index, owner := rd.stamp, &rd.index, rd.owner
+	for i := range l.len() {
+		t := l.at(index, i)
 		// The usual case inline: a topology task nobody listed before in
 		// this report. Its stamp word is read once, and when it is zero
 		// (no member listed the task before) there is no claim to beat, so
 		// the claim is written without reading the owner's: one random
 		// read per task, not two.
-		t := rd.index.lookup(id)
 		var st uint32
-		if t != none {
-			st = rd.stamp[t]
+		known := uint32(t) < uint32(len(stamp))
+		if known {
+			st = stamp[t]
 		}
-		if t == none || st&^kindAll == me { // unknown, or a repeat: mark says which error
+		if !known || st&^kindAll == me { // unknown, or a repeat: mark says which error
+			var id string
 			var err error
-			if t, err = rd.mark(id, k); err != nil {
+			if t, id, err = rd.mark(t, l.id(i), k); err != nil {
 				return err
 			}
 			if t == none {
-				if rd.unknown == nil {
-					rd.unknown = map[int32][]string{}
-				}
-				rd.unknown[rd.rank] = append(rd.unknown[rd.rank], id)
+				rd.addUnknown(id)
 				continue
 			}
-			st = rd.stamp[t] // not zero: compare the classes below
+			st = stamp[t] // not zero: compare the classes below
 		} else {
-			rd.stamp[t] = me | uint32(k)
+			stamp[t] = me | uint32(k)
 		}
 		rd.held.items = append(rd.held.items, t)
 		mine := int32(class)<<claimShift | rd.rank
 		if st == 0 { // nobody listed t before: no claim to beat
-			rd.owner[t] = mine
-		} else if w := rd.owner[t]; w == none {
-			rd.owner[t] = mine
+			owner[t] = mine
+		} else if w := owner[t]; w == none {
+			owner[t] = mine
 		} else {
 			rd.contested = true
 			if mine>>claimShift > w>>claimShift { // the best class wins; members come in rank order, so the first wins ties
-				rd.owner[t] = mine
+				owner[t] = mine
 			}
 		}
 	}
 	return nil
 }
 
-// readRole reads Standby or Learning (kind k), appending its known tasks to
-// into; unknown ones are dropped.
-func (rd *reader) readRole(ids []string, k uint8, into []int32) ([]int32, error) {
+// addUnknown records a task the member holds that the topology lacks: it
+// comes back in the member's Revoked (or Stale).
+func (rd *reader) addUnknown(id string) {
+	if rd.unknown == nil {
+		rd.unknown = map[int32][]string{}
+	}
+	rd.unknown[rd.rank] = append(rd.unknown[rd.rank], id)
+}
+
+// readStale reads IndexedMember.Stale: held tasks the topology lacks, by
+// ID, each valid, once and really not in the topology (else its index was
+// due).
+func (rd *reader) readStale() error {
+	if rd.m.byIndex == nil {
+		return nil
+	}
+	for _, id := range rd.m.byIndex.Stale {
+		if !ValidID(id) {
+			return rd.fail("malformed task ID %s in %s", errtext.Quote(id), kindNames[kindStale])
+		}
+		if t := rd.index.lookup(id); t != none {
+			return rd.fail("task %s in %s is in the topology (index %d)", errtext.Quote(id), kindNames[kindStale], t)
+		}
+		if rd.listed(none, id)&kindMask != 0 {
+			return rd.fail("task %s listed twice in %s", errtext.Quote(id), kindNames[kindStale])
+		}
+		rd.list(none, id, kindStale)
+		rd.addUnknown(id)
+	}
+	return nil
+}
+
+// readRole reads the entries of Standby or Learning (kind k), appending
+// its known tasks to into; unknown ones are dropped.
+func (rd *reader) readRole(l taskList, k uint8, into []int32) ([]int32, error) {
 	me := uint32(rd.rank+1) << kindBits
-	for _, id := range ids {
-		t := rd.index.lookup(id)                     // the usual case inline, as in readHeld
-		if t == none || rd.stamp[t]&^kindAll == me { // unknown, or a repeat: mark says which error
+	for i := range l.len() {
+		t := l.at(&rd.index, i)
+		if !rd.known(t) || rd.stamp[t]&^kindAll == me { // unknown, or a repeat: mark says which error
 			var err error
-			if t, err = rd.mark(id, k); err != nil {
+			if t, _, err = rd.mark(t, l.id(i), k); err != nil {
 				return into, err
 			}
 			if t == none {
@@ -483,21 +639,23 @@ func (rd *reader) readRole(ids []string, k uint8, into []int32) ([]int32, error)
 	return into, nil
 }
 
-// mark looks up a task the member lists in kind k, checks that no list of
-// the member had it before and records it; it returns none for a
-// well-formed ID the topology lacks.
-func (rd *reader) mark(id string, k uint8) (int32, error) {
-	t, err := rd.lookup(id, kindNames[k])
+// mark checks a task listed in k (as resolve takes it) that is not in the
+// topology or was listed before: that it names a task (the topology's, or
+// a well-formed ID it lacks) and that no list of the member had it before.
+// It records the task and returns it, or none and the ID of one the
+// topology lacks.
+func (rd *reader) mark(t int32, id string, k uint8) (int32, string, error) {
+	t, name, err := rd.resolve(t, id, k)
 	if err != nil {
-		return none, err
+		return none, "", err
 	}
-	if was := rd.listed(t, id) & kindMask; was == k {
-		return none, memberErr(rd.m, rd.pos, "task %s listed twice in %s", errtext.Quote(id), kindNames[k])
+	if was := rd.listed(t, name) & kindMask; was == k {
+		return none, "", rd.fail("task %s listed twice in %s", rd.quoted(t, id), kindNames[k])
 	} else if was != 0 {
-		return none, memberErr(rd.m, rd.pos, "task %s listed in both %s and %s", errtext.Quote(id), kindNames[was], kindNames[k])
+		return none, "", rd.fail("task %s listed in both %s and %s", rd.quoted(t, id), kindNames[was], kindNames[k])
 	}
-	rd.list(t, id, k)
-	return t, nil
+	rd.list(t, name, k)
+	return t, name, nil
 }
 
 // sortHeld sorts the member's held row, held.items[from:], of which
@@ -530,14 +688,22 @@ func (rd *reader) sortHeld(from, revoked int) {
 
 // readReady checks that Ready is a subset of Learning, without repeats.
 func (rd *reader) readReady() error {
-	for _, id := range rd.m.Ready {
-		t := rd.index.lookup(id)
+	l := &rd.m.ready
+	for i := range l.len() {
+		t, id := l.at(&rd.index, i), l.id(i)
+		if !rd.known(t) {
+			if rd.m.byID == nil {
+				_, _, err := rd.resolve(t, id, kindReady) // an index outside the topology
+				return err
+			}
+			t = none // an ID the topology lacks: its kinds are kept by ID
+		}
 		k := rd.listed(t, id)
 		if k&kindMask != kindLearning {
-			return memberErr(rd.m, rd.pos, "ready task %s is not in learning", errtext.Quote(id))
+			return rd.fail("ready task %s is not in learning", rd.quoted(t, id))
 		}
 		if k&kindReady != 0 {
-			return memberErr(rd.m, rd.pos, "ready task %s listed twice", errtext.Quote(id))
+			return rd.fail("ready task %s listed twice", rd.quoted(t, id))
 		}
 		rd.list(t, id, kindReady)
 	}
@@ -549,45 +715,53 @@ func (rd *reader) readReady() error {
 // left on disk from earlier ownership; the last are warm entries of their own.
 // Lags only ever enter comparisons, so every non-negative int64 is allowed.
 func (rd *reader) readLag() (map[int32]int64, error) {
-	if len(rd.m.Lag) == 0 {
+	n := 0
+	if rd.m.byID != nil {
+		n = len(rd.m.byID.Lag)
+	} else {
+		n = len(rd.m.byIndex.Lag)
+	}
+	if n == 0 {
 		return nil, nil
 	}
 	if rd.warmLag == nil { // the first lag: the entries so far reported none
 		rd.warmLag = make([]reportedLag, len(rd.warmBy.items), cap(rd.warmBy.items))
 	}
-	lags := make(map[int32]int64, len(rd.m.Lag))
-	for _, l := range rd.m.Lag {
-		if l.Lag < 0 {
-			return nil, memberErr(rd.m, rd.pos, "lag %d of task %s is negative", l.Lag, errtext.Quote(l.Task))
+	lags := make(map[int32]int64, n)
+	for i := range n {
+		t, id, lag := rd.lagAt(i)
+		if lag < 0 {
+			return nil, rd.fail("lag %d of task %s is negative", lag, rd.quoted(t, id))
 		}
-		t, err := rd.lookup(l.Task, "lag")
+		t, name, err := rd.resolve(t, id, kindLag)
 		if err != nil {
 			return nil, err
 		}
-		k := rd.listed(t, l.Task)
+		k := rd.listed(t, name)
 		if k&kindLag != 0 {
-			return nil, memberErr(rd.m, rd.pos, "lag of task %s reported twice", errtext.Quote(l.Task))
+			return nil, rd.fail("lag of task %s reported twice", rd.quoted(t, id))
 		}
-		rd.list(t, l.Task, kindLag)
+		rd.list(t, name, kindLag)
 		if t == none {
 			continue
 		}
-		lags[t] = l.Lag
+		lags[t] = lag
 		if k&kindMask == 0 {
-			rd.addWarm(t, reportedLag{l.Lag, true}, false)
+			rd.addWarm(t, reportedLag{lag, true}, false)
 		}
 	}
 	return lags, nil
 }
 
-// lookup returns the index of the task named in the member's list field,
-// none for a well-formed ID the topology lacks (a stale report, allowed).
-func (rd *reader) lookup(id, field string) (int32, error) {
-	t := rd.index.lookup(id)
-	if t == none && !ValidID(id) {
-		return none, memberErr(rd.m, rd.pos, "malformed task ID %s in %s", errtext.Quote(id), field)
+// lagAt returns the member's i-th lag: its task as resolve takes it, and
+// the lag.
+func (rd *reader) lagAt(i int) (int32, string, int64) {
+	if rd.m.byIndex != nil {
+		l := rd.m.byIndex.Lag[i]
+		return l.Task, "", l.Lag
 	}
-	return t, nil
+	l := rd.m.byID.Lag[i]
+	return rd.index.lookup(l.Task), l.Task, l.Lag
 }
 
 // lagOf returns the lag reported for t, if any.

@@ -61,7 +61,7 @@ func TestRankMembersOrder(t *testing.T) {
 				in = append(in, MemberMetadata{ID: id})
 			}
 		}
-		byRank, err := rankMembers(in, new(scratch))
+		byRank, err := rankMembers(reports{byID: in}, new(scratch))
 		require.NoError(t, err)
 		got := make([]string, len(byRank))
 		for r, p := range byRank {

@@ -30,10 +30,22 @@ type Options struct {
 // that act on readiness outside Assign (such as deciding which learned
 // tasks an owner keeps) use it to agree with Assign.
 func (o Options) LearnerReady(m MemberMetadata, task string) bool {
-	if slices.Contains(m.Ready, task) {
-		return true
-	}
-	return o.AcceptableLag > 0 && slices.ContainsFunc(m.Lag, func(l TaskLag) bool { return l.Task == task && l.Lag <= o.AcceptableLag })
+	i := slices.IndexFunc(m.Lag, func(l TaskLag) bool { return l.Task == task && l.Lag <= o.AcceptableLag })
+	return o.learnerReady(slices.Contains(m.Ready, task), i >= 0)
+}
+
+// IndexedLearnerReady is LearnerReady for a report by task index: whether
+// m reports its learner of task t (an index in the topology) ready.
+func (o Options) IndexedLearnerReady(m IndexedMember, t int32) bool {
+	i := slices.IndexFunc(m.Lag, func(l IndexedLag) bool { return l.Task == t && l.Lag <= o.AcceptableLag })
+	return o.learnerReady(slices.Contains(m.Ready, t), i >= 0)
+}
+
+// learnerReady is the rule Assign promotes by: a learner is ready when its
+// member lists it in Ready or, with a positive AcceptableLag, reports a lag
+// for it of at most AcceptableLag (lagWithin).
+func (o Options) learnerReady(listedReady, lagWithin bool) bool {
+	return listedReady || o.AcceptableLag > 0 && lagWithin
 }
 
 // MaxStandbyReplicas bounds Options.Standbys times the number of stateful

@@ -39,7 +39,7 @@ func TestSpreadLayoutsAgree(t *testing.T) {
 				in[m].Assigned = append(in[m].Assigned, task.ID)
 			}
 		}
-		g, err := ingest(&a.topology, a.opts, in, new(scratch))
+		g, err := ingest(&a.topology, a.opts, reports{byID: in}, new(scratch))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,27 +64,15 @@ func (p *standbyPlan) findMoved() {
 
 // readyLearners calls f for each stateful task member m reported as a ready
 // learner: listed in Ready, or with a lag within Options.AcceptableLag.
-// Ingest keeps only the winning learner of each task, so this reads the
-// report again; learner lists are short (learners are in flight only while
-// tasks move), so the linear Contains stays cheap.
+// Ingest keeps only the winning learner of each task, so it also records
+// every member's ready learner tasks (readyBy).
 func (p *standbyPlan) readyLearners(m int32, f func(t, m int32)) {
-	in := &p.in[p.byRank[m]]
-	if len(in.Learning) == 0 {
-		return
+	if p.readyBy.start == nil {
+		return // nobody learns
 	}
-	for _, id := range in.Ready {
-		if t := p.index.lookup(id); t != none && p.isStateful(t) {
+	for _, t := range p.readyBy.row(m) {
+		if p.isStateful(t) {
 			f(t, m)
-		}
-	}
-	if p.opts.AcceptableLag == 0 {
-		return
-	}
-	for _, l := range in.Lag {
-		if l.Lag <= p.opts.AcceptableLag && slices.Contains(in.Learning, l.Task) && !slices.Contains(in.Ready, l.Task) {
-			if t := p.index.lookup(l.Task); t != none && p.isStateful(t) {
-				f(t, m)
-			}
 		}
 	}
 }

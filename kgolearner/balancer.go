@@ -6,8 +6,9 @@
 // learner.Worker's MemberMetadata, in the learner wire format) as the user
 // data of a kmsg.ConsumerMemberMetadata, with the partitions it owns and its
 // generation; its active tasks travel only as those owned partitions, Kafka's
-// own record of who consumes what. The leader decodes every member, calls
-// learner.Assignor.Assign and sends each member its active tasks as
+// own record of who consumes what. The leader decodes every member (tasks by
+// index, wire.Codec.DecodeIndexedMember), calls
+// learner.Assignor.AssignIndexed and sends each member its active tasks as
 // partitions and its learning, learned and standby tags in the assignment's
 // user data.
 //
@@ -136,10 +137,9 @@ type Hooks struct {
 	// its own goroutine, so it may call kgo.Client.Close.
 	Shutdown func()
 	// Rebalanced, on the leader only, reports each rebalance it computed.
-	// It runs inside the leader's join; it must not block. The Round's
-	// lists may share memory (an assignment no deferral changed is
-	// Assign's own in Planned and in Assignments): read them, do not
-	// modify them.
+	// It runs inside the leader's join; it must not block. The Round is
+	// built only for it (the leader works on task indices): its lists are
+	// the hook's own.
 	Rebalanced func(Round)
 }
 
@@ -148,8 +148,11 @@ type Round struct {
 	// Members is what every member reported, as Assign saw it: IDs are the
 	// coordinator's member IDs escaped by LearnerID, Assigned holds the
 	// tasks of the partitions the member owns (less those it released at
-	// this join and stale claims), and a task listed in two roles keeps
-	// only the first of assigned, revoked, learning, standby.
+	// this join and stale claims), a task listed in two roles keeps
+	// only the first of assigned, revoked, learning, standby, and the
+	// tasks the topology lacks that a member holds are in its Revoked (the
+	// leader assigns by task index, where these have none: see
+	// learner.IndexedMember).
 	Members []learner.MemberMetadata
 	// Planned is Assign's result for Members.
 	Planned []learner.Assignment

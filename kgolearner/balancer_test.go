@@ -300,7 +300,14 @@ func (b *Balancer) syncBytes(t testing.TB, as learner.Assignment) []byte {
 	ka := kmsg.NewConsumerMemberAssignment()
 	ka.Topics = b.partitionsOf(as.Assigned)
 	var err error
-	ka.UserData, err = b.assignmentUserData(b.taskIndices(as.Learned), b.taskIndices(as.Learning), as.Revoked, as.Standby)
+	var stale []string // revoked tasks the topology lacks
+	for _, id := range as.Revoked {
+		if b.assignor.TaskIndex(id) < 0 {
+			stale = append(stale, id)
+		}
+	}
+	ka.UserData, err = b.assignmentUserData(learner.IndexedAssignment{Learned: b.taskIndices(as.Learned), Learning: b.taskIndices(as.Learning),
+		Revoked: b.taskIndices(as.Revoked), Standby: b.taskIndices(as.Standby), Stale: stale})
 	require.NoError(t, err)
 	return ka.AppendTo(nil)
 }

@@ -25,7 +25,7 @@ import (
 // decode may have released tasks the leader cannot see; for it the
 // prediction may miss a follow-up, which costs what it did before: its
 // learned tasks pause at the follow-up's join.
-func (b *Balancer) followUpComing(c *claims, memberOf []int32, members []learner.MemberMetadata, h handOff) bool {
+func (b *Balancer) followUpComing(c *claims, memberOf []int32, members []learner.IndexedMember, h handOff) bool {
 	if c.strays {
 		return true
 	}
@@ -33,8 +33,8 @@ func (b *Balancer) followUpComing(c *claims, memberOf []int32, members []learner
 	// task in this generation: count the tasks run by their only claimer.
 	// (Counting spares a table of every task's runner.)
 	held := 0
-	for i, active := range h.active {
-		for _, t := range active {
+	for i, as := range h.sent {
+		for _, t := range as.Assigned {
 			if cs := c.claimers(int(t)); len(cs) == 1 && cs[0] == memberOf[i] {
 				held++
 			}
@@ -48,9 +48,11 @@ func (b *Balancer) followUpComing(c *claims, memberOf []int32, members []learner
 		outOf[m] = int32(i)
 	}
 	for m, mm := range members {
-		for _, id := range mm.Revoked {
-			t := b.assignor.TaskIndex(id)
-			if _, runs := slices.BinarySearch(h.active[outOf[m]], int32(t)); t < 0 || !runs {
+		if len(mm.Stale) > 0 {
+			return true // it held a task the topology lacks: a partition of no task
+		}
+		for _, t := range mm.Revoked {
+			if _, runs := slices.BinarySearch(h.sent[outOf[m]].Assigned, t); !runs {
 				return true
 			}
 		}
@@ -63,10 +65,10 @@ func (b *Balancer) followUpComing(c *claims, memberOf []int32, members []learner
 // through kgo's follow-up, where the learner could not take it anyway, and
 // the follow-up's assignment tags it again. Tags of stateless tasks and of
 // ready learners' tasks (deferred moves, due at the follow-up) stay.
-func (b *Balancer) keepUnreadyLearned(h *handOff, memberOf []int32, members []learner.MemberMetadata) {
+func (b *Balancer) keepUnreadyLearned(h *handOff, memberOf []int32, members []learner.IndexedMember) {
 	learnerOf := make([]int32, len(b.topo.tasks)) // task -> its learner's member, plus one
-	for i, learning := range h.learning {
-		for _, t := range learning {
+	for i, as := range h.sent {
+		for _, t := range as.Learning {
 			learnerOf[t] = memberOf[i] + 1
 		}
 	}
@@ -74,11 +76,9 @@ func (b *Balancer) keepUnreadyLearned(h *handOff, memberOf []int32, members []le
 		if !b.topo.tasks[t].Stateful {
 			return false
 		}
-		return learnerOf[t] == 0 || !b.assignor.Options().LearnerReady(members[learnerOf[t]-1], b.topo.tasks[t].ID)
+		return learnerOf[t] == 0 || !b.assignor.Options().IndexedLearnerReady(members[learnerOf[t]-1], t)
 	}
-	for i, learned := range h.learned {
-		if slices.ContainsFunc(learned, unready) {
-			h.learned[i], h.touched[i] = slices.DeleteFunc(learned, unready), true // learned is i's own
-		}
+	for i := range h.sent {
+		h.sent[i].Learned = slices.DeleteFunc(h.sent[i].Learned, unready) // the leader's own list
 	}
 }

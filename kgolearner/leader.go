@@ -25,10 +25,12 @@ func (p syncPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment { 
 // rebalance, so its state lives in slices indexed by task, partition (see
 // topology) and member (its position in the JoinGroup response), taken
 // from the Balancer's scratch (scratch.go) or allocated once per
-// rebalance, and task IDs are the topology's own strings: with
-// maps keyed by IDs and lists built per member, the leader took 2-3 times
-// franz-go's cooperative-sticky balance on the same group, ten times
-// Assign itself (BenchmarkLeaderRebalance).
+// rebalance, and tasks are indices from the members' bytes to the
+// assignments' (DecodeIndexedMember, AssignIndexed, AppendIndexedAssignment):
+// with maps keyed by IDs and lists built per member, the leader took 2-3
+// times franz-go's cooperative-sticky balance on the same group, ten times
+// Assign itself, and with task IDs that Assign looked up again, 0.18-0.26
+// of it (BenchmarkLeaderRebalance). Task IDs are built only for the Round.
 func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	if j.claims == nil {
 		return nil, errors.New("kgolearner: the group was balanced already: kgo balances each JoinGroup response once")
@@ -47,20 +49,21 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	}
 
 	c, s := j.claims, j.scratch
-	round := Round{Members: make([]learner.MemberMetadata, len(c.gen))}
+	var round Round
+	members := make([]learner.IndexedMember, len(c.gen))
 	position := make(map[string]int32, len(c.gen)) // learner ID -> member
 	marks := taskMarks{n: len(b.topo.tasks)}
-	in := activeIn{ids: make([]string, 0, len(c.whole)), idx: emptied(s.active, len(c.whole)), at: make([]int32, len(c.gen)+1)}
+	in := activeIn{idx: emptied(s.active, len(c.whole)), at: make([]int32, len(c.gen)+1)}
 	for m := range c.gen {
 		id := LearnerID(j.members[m].MemberID)
 		position[id] = int32(m)
-		mm, err := b.codec.DecodeMember(j.userData[m])
+		mm, err := b.codec.DecodeIndexedMember(j.userData[m])
 		if err != nil {
 			// Another topology keeps what does not depend on it
 			// (leaving, capacity, tasks sent by name); anything else
 			// keeps nothing.
 			if !errors.Is(err, wire.ErrTopologyMismatch) {
-				mm = learner.MemberMetadata{}
+				mm = learner.IndexedMember{}
 			}
 			round.Undecoded++
 		}
@@ -70,13 +73,11 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 		anyRevoked := len(mm.Revoked) > 0
 		if anyRevoked {
 			marks.reset()
-			for _, r := range mm.Revoked {
-				if t := b.assignor.TaskIndex(r); t >= 0 {
-					marks.set(t, listRevoked)
-				}
+			for _, t := range mm.Revoked {
+				marks.set(int(t), listRevoked)
 			}
 		}
-		from := len(in.ids)
+		from := len(in.idx)
 		for _, t := range c.whole[c.wholeAt[m]:c.wholeAt[m+1]] {
 			if anyRevoked {
 				if _, revoked := marks.get(int(t)); revoked {
@@ -84,49 +85,50 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 				}
 			}
 			if c.current(int32(m), int(t)) {
-				in.ids, in.idx = append(in.ids, b.topo.tasks[t].ID), append(in.idx, t)
+				in.idx = append(in.idx, t)
 			}
 		}
-		in.at[m+1] = int32(len(in.ids))
-		var active []string
-		if len(in.ids) > from {
-			active = in.ids[from:len(in.ids):len(in.ids)]
+		in.at[m+1] = int32(len(in.idx))
+		var active []int32
+		if len(in.idx) > from {
+			active = in.idx[from:len(in.idx):len(in.idx)]
 		}
 		reported := len(mm.Assigned) + len(mm.Revoked) + len(mm.Learning) + len(mm.Ready) + len(mm.Standby)
 		mm.Assigned = append(active, mm.Assigned...)
 		if reported > 0 {
 			// Owned partitions alone cannot conflict: only user data can.
-			mm = b.disjoint(mm, &marks)
+			mm = disjoint(mm, &marks)
 		}
 		mm.ID = id
 		if rack := j.racks[m]; mm.Rack == "" && rack != nil && *rack != "" {
 			mm.Rack = LearnerID(*rack)
 		}
-		round.Members[m] = mm
+		members[m] = mm
 	}
 
-	out, err := b.assignor.Assign(round.Members)
+	out, err := b.assignor.AssignIndexed(members)
 	if err != nil {
 		return nil, fmt.Errorf("kgolearner: %w", err)
 	}
-	round.Planned = out
+	if b.hooks.Rebalanced != nil {
+		// Only the Round needs the reports and the plan by ID, and before
+		// hand-over edits the plan's lists.
+		round.Members, round.Planned = b.reports(members), b.assignments(out)
+	}
 	memberOf := make([]int32, len(out)) // output -> member
 	for i, as := range out {
 		memberOf[i] = position[as.MemberID]
 	}
 	s.active = in.idx
-	h, err := b.handOver(c, &in, memberOf, out, s)
-	if err != nil {
-		return nil, err
-	}
-	if round.FollowUp = b.followUpComing(c, memberOf, round.Members, h); round.FollowUp {
-		b.keepUnreadyLearned(&h, memberOf, round.Members)
+	h := b.handOver(c, &in, memberOf, out, s)
+	if round.FollowUp = b.followUpComing(c, memberOf, members, h); round.FollowUp {
+		b.keepUnreadyLearned(&h, memberOf, members)
 	}
 
 	plan := make(syncPlan, 0, len(h.sent))
 	w := assignmentWriter{t: b.topo}
-	for i, as := range h.sent {
-		userData, err := b.assignmentUserData(h.learned[i], h.learning[i], as.Revoked, as.Standby)
+	for i := range h.sent {
+		userData, err := b.assignmentUserData(h.sent[i])
 		if err != nil {
 			return nil, fmt.Errorf("kgolearner: %w", err)
 		}
@@ -134,14 +136,12 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 		sa.MemberID = j.members[memberOf[i]].MemberID
 		// Each member's bytes in an allocation of their exact size: one
 		// buffer for all grew by copying six times the group's bytes.
-		sa.MemberAssignment = w.append(nil, h.active[i], userData)
+		sa.MemberAssignment = w.append(nil, h.sent[i].Assigned, userData)
 		plan = append(plan, sa)
 	}
 	slices.SortFunc(plan, func(x, y kmsg.SyncGroupRequestGroupAssignment) int { return strings.Compare(x.MemberID, y.MemberID) })
 	if b.hooks.Rebalanced != nil {
-		// Only the Round needs the sent active tasks as IDs: the members
-		// get partitions.
-		round.Assignments = b.assignments(h)
+		round.Assignments = b.assignments(h.sent)
 		for t, task := range b.topo.tasks {
 			if h.deferred[t] != notDeferred {
 				round.Deferred = append(round.Deferred, task.ID)
@@ -159,10 +159,9 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 }
 
 // activeIn is every member's active tasks as Assign got them: member m's
-// are ids[at[m]:at[m+1]] (Round.Members' Assigned begins with them), in
-// topology order, and idx[at[m]:at[m+1]] their indices.
+// are idx[at[m]:at[m+1]] (the start of its report's Assigned), in topology
+// order.
 type activeIn struct {
-	ids     []string
 	idx, at []int32
 }
 
@@ -369,19 +368,19 @@ func (cb *claimsBuilder) finish() *claims {
 }
 
 // assignmentUserData encodes the tags of a member's assignment: its
-// learned and learning tasks (indices, ascending), revoked and standby
-// ones. The coordinator's member ID says whose it is, so it carries the
-// placeholder workerID; the active tasks travel as partitions, so its
-// assigned list holds only the learned ones (the wire format wants learned
-// tasks among the assigned): for 100 tasks a member that saves 200 bytes
-// in the group's stored metadata. ParseSyncAssignment rebuilds the list.
-// Most members have no tags: they share one encoding, made by New.
-func (b *Balancer) assignmentUserData(learned, learning []int32, revoked, standby []string) ([]byte, error) {
-	if len(revoked)+len(learning)+len(learned)+len(standby) == 0 {
+// learned, learning, revoked and standby tasks. The coordinator's member
+// ID says whose it is, so it carries the placeholder workerID; the active
+// tasks travel as partitions, so its assigned list holds only the learned
+// ones (the wire format wants learned tasks among the assigned): for 100
+// tasks a member that saves 200 bytes in the group's stored metadata.
+// ParseSyncAssignment rebuilds the list. Most members have no tags: they
+// share one encoding, made by New.
+func (b *Balancer) assignmentUserData(as learner.IndexedAssignment) ([]byte, error) {
+	if len(as.Revoked)+len(as.Learning)+len(as.Learned)+len(as.Standby)+len(as.Stale) == 0 {
 		return b.untagged, nil
 	}
-	return b.codec.AppendIndexedAssignment(nil, wire.IndexedAssignment{MemberID: workerID, Assigned: learned, Learned: learned,
-		Learning: learning, Revoked: revoked, Standby: standby})
+	return b.codec.AppendIndexedAssignment(nil, learner.IndexedAssignment{MemberID: workerID, Assigned: as.Learned, Learned: as.Learned,
+		Learning: as.Learning, Revoked: as.Revoked, Standby: as.Standby, Stale: as.Stale})
 }
 
 // The lists of a member's report in the order disjoint gives them
@@ -398,48 +397,31 @@ const (
 // that one bad report cannot fail the whole rebalance: a task keeps its
 // first role in the order assigned, revoked, learning, standby, and Ready
 // keeps only learner tasks. A list loses its repeats in a new slice; the
-// others stay as they are. marks is scratch space.
-func (b *Balancer) disjoint(m learner.MemberMetadata, marks *taskMarks) learner.MemberMetadata {
+// others stay as they are. (Stale cannot conflict: the wire format refuses
+// a task sent by name twice, and it has no index.) marks is scratch space.
+func disjoint(m learner.IndexedMember, marks *taskMarks) learner.IndexedMember {
 	marks.reset()
-	var names map[string]uint8 // tasks the topology lacks: rare
-	role := func(id string) (uint8, bool) {
-		if t := b.assignor.TaskIndex(id); t >= 0 {
-			return marks.get(t)
-		}
-		r, ok := names[id]
-		return r, ok
-	}
-	setRole := func(id string, r uint8) {
-		if t := b.assignor.TaskIndex(id); t >= 0 {
-			marks.set(t, r)
-			return
-		}
-		if names == nil {
-			names = map[string]uint8{}
-		}
-		names[id] = r
-	}
-	for i, l := range [...]*[]string{&m.Assigned, &m.Revoked, &m.Learning, &m.Standby} {
-		var kept []string
+	for i, l := range [...]*[]int32{&m.Assigned, &m.Revoked, &m.Learning, &m.Standby} {
+		var kept []int32
 		dropped := false
-		for at, id := range *l {
-			if _, dup := role(id); dup {
+		for at, t := range *l {
+			if _, dup := marks.get(int(t)); dup {
 				if !dropped {
-					kept, dropped = append([]string(nil), (*l)[:at]...), true
+					kept, dropped = append([]int32(nil), (*l)[:at]...), true
 				}
 				continue
 			}
-			setRole(id, uint8(i))
+			marks.set(int(t), uint8(i))
 			if dropped {
-				kept = append(kept, id)
+				kept = append(kept, t)
 			}
 		}
 		if dropped {
 			*l = kept
 		}
 	}
-	m.Ready = slices.DeleteFunc(slices.Clone(m.Ready), func(id string) bool {
-		r, ok := role(id)
+	m.Ready = slices.DeleteFunc(slices.Clone(m.Ready), func(t int32) bool {
+		r, ok := marks.get(int(t))
 		return !ok || r != listLearning
 	})
 	return m
@@ -471,30 +453,39 @@ func (s *taskMarks) get(t int) (uint8, bool) {
 	return s.val[t], true
 }
 
-// handOff is handOver's result: per member of Assign's output, its active,
-// learned and learning tasks by index, ascending, and its revoked and
-// standby ones in sent; by task index, which tasks were deferred. The
-// leader sends active tasks as partitions and the tags by index (building
-// the IDs took a tenth of the leader's rebalance, and the encoder looked
-// them up again, BenchmarkLeaderRebalance), so the indices are the truth:
-// sent's other lists are Assign's, stale for the members whose lists
-// changed (touched). assignments builds them for the Round.
+// handOff is handOver's result: per member of Assign's output, what it is
+// sent (Assign's plan with the deferrals applied, every list by index,
+// ascending), and by task index, which tasks were deferred. The leader
+// sends active tasks as partitions and the tags by index: task IDs are
+// built only for the Round (Balancer.assignments).
 type handOff struct {
-	sent                      []learner.Assignment
-	active, learned, learning [][]int32
-	touched                   []bool // members whose lists differ from Assign's
-	deferred                  []deferral
+	sent     []learner.IndexedAssignment
+	deferred []deferral
 }
 
-// assignments returns what h sends, with every list as IDs.
-func (b *Balancer) assignments(h handOff) []learner.Assignment {
-	for i, touched := range h.touched {
-		if touched {
-			as := &h.sent[i]
-			as.Assigned, as.Learned, as.Learning = b.ids(h.active[i]), b.ids(h.learned[i]), b.ids(h.learning[i])
+// reports returns members as reports by ID, for the Round: a task the
+// topology lacks that a member holds is in its Revoked.
+func (b *Balancer) reports(members []learner.IndexedMember) []learner.MemberMetadata {
+	out := make([]learner.MemberMetadata, len(members))
+	for i, m := range members {
+		out[i] = learner.MemberMetadata{ID: m.ID, Assigned: b.ids(m.Assigned), Revoked: append(b.ids(m.Revoked), m.Stale...),
+			Learning: b.ids(m.Learning), Ready: b.ids(m.Ready), Standby: b.ids(m.Standby), Leaving: m.Leaving, Capacity: m.Capacity, Rack: m.Rack}
+		for _, l := range m.Lag {
+			out[i].Lag = append(out[i].Lag, learner.TaskLag{Task: b.topo.tasks[l.Task].ID, Lag: l.Lag})
 		}
 	}
-	return h.sent
+	return out
+}
+
+// assignments returns assignments by index as Assign gives them: every
+// list as IDs, Revoked followed by Stale.
+func (b *Balancer) assignments(in []learner.IndexedAssignment) []learner.Assignment {
+	out := make([]learner.Assignment, len(in))
+	for i, as := range in {
+		out[i] = learner.Assignment{MemberID: as.MemberID, Assigned: b.ids(as.Assigned), Revoked: append(b.ids(as.Revoked), as.Stale...),
+			Learning: b.ids(as.Learning), Learned: b.ids(as.Learned), Standby: b.ids(as.Standby)}
+	}
+	return out
 }
 
 // handOver applies Kafka's constraint to Assign's result: a partition goes
@@ -509,55 +500,37 @@ func (b *Balancer) assignments(h handOff) []learner.Assignment {
 // the task is deferred. A member that owns a task by a current claim keeps
 // it whoever else claims it: that creates no new overlap.
 //
-// memberOf maps out's positions to members. The lists of a member no
-// deferral touches are Assign's own.
-func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []learner.Assignment, s *scratch) (handOff, error) {
+// memberOf maps out's positions to members. The lists of out are edited in
+// place: they are the leader's own.
+func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []learner.IndexedAssignment, s *scratch) handOff {
 	outOf := make([]int32, len(c.gen)) // member -> output
-	total := 0
-	for i, as := range out {
+	for i := range out {
 		outOf[memberOf[i]] = int32(i)
-		total += len(as.Assigned)
 	}
 	s.deferred = zeroed(s.deferred, len(b.topo.tasks))
-	h := handOff{sent: slices.Clone(out), active: make([][]int32, len(out)), learned: make([][]int32, len(out)),
-		learning: make([][]int32, len(out)), touched: make([]bool, len(out)), deferred: s.deferred}
-	pool := emptied(s.pool, total)
+	h := handOff{sent: out, deferred: s.deferred}
+	touched := make([]bool, len(out)) // members whose lists a deferral changes
 	var keeps []keep
 	for i, as := range out {
-		mi, from := memberOf[i], len(pool)
+		mi := memberOf[i]
 		// Most of what Assign gives a member it got as active, and both
-		// lists are in topology order: an ID equal to the next such
-		// task's (the same string, so the comparison stops at the
-		// pointer) needs no parsing. The member runs such a task by a
-		// current claim, so it keeps it whoever else claims it: no claim
-		// to read (a cache miss per task).
-		next, end := in.at[mi], in.at[mi+1]
-		for _, id := range as.Assigned {
-			var t int
-			switch {
-			case next < end && in.ids[next] == id:
-				t = int(in.idx[next])
-			case next+1 < end && in.ids[next+1] == id: // one task moved away
+		// lists are in topology order: a merge finds them. The member runs
+		// such a task by a current claim, so it keeps it whoever else
+		// claims it: no claim to read (a cache miss per task).
+		mine, next := in.idx[in.at[mi]:in.at[mi+1]], 0
+		for _, t := range as.Assigned {
+			for next < len(mine) && mine[next] < t {
 				next++
-				t = int(in.idx[next])
-			default:
-				if t = b.assignor.TaskIndex(id); t < 0 {
-					return handOff{}, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
-				}
-				for next < end && int(in.idx[next]) < t {
-					next++
-				}
 			}
-			pool = append(pool, int32(t))
-			if next < end && int(in.idx[next]) == t {
+			if next < len(mine) && mine[next] == t {
 				next++
 				continue
 			}
-			cs := c.claimers(t)
+			cs := c.claimers(int(t))
 			owns, other := false, false
 			for _, m := range cs {
 				if m == mi {
-					owns = c.current(m, t)
+					owns = c.current(m, int(t))
 				} else {
 					other = true
 				}
@@ -565,30 +538,16 @@ func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []lea
 			if owns || !other {
 				continue
 			}
-			h.deferred[t], h.touched[i] = withheld, true // i learns the task instead of running it
-			k := slices.IndexFunc(cs, func(m int32) bool { return m != mi && c.current(m, t) })
+			h.deferred[t], touched[i] = withheld, true // i learns the task instead of running it
+			k := slices.IndexFunc(cs, func(m int32) bool { return m != mi && c.current(m, int(t)) })
 			if k < 0 {
 				continue // only stale claims: withheld
 			}
 			j := outOf[cs[k]] // keeps running it, tagged learned, for one generation
-			h.deferred[t], h.touched[j] = kept, true
-			keeps = append(keeps, keep{j, int32(t)})
-		}
-		h.active[i] = pool[from:len(pool):len(pool)]
-		var err error
-		if h.learned[i], err = b.indices(as.Learned); err != nil {
-			return handOff{}, err
-		}
-		if h.learning[i], err = b.indices(as.Learning); err != nil {
-			return handOff{}, err
-		}
-		for _, l := range [...][]int32{h.active[i], h.learned[i], h.learning[i]} {
-			if !slices.IsSorted(l) { // Assign documents topology order; the encodings rely on it
-				slices.Sort(l)
-			}
+			h.deferred[t], touched[j] = kept, true
+			keeps = append(keeps, keep{j, t})
 		}
 	}
-	s.pool = pool
 	// The kept tasks by keeper, placed by counting rather than sorted
 	// (the sort was a tenth of handOver, BenchmarkLeaderRebalance): each
 	// keeper's are kept[at[j]:at[j+1]], a few tasks to sort.
@@ -605,13 +564,13 @@ func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []lea
 		next[k.keeper]++
 	}
 	for i := range out {
-		if h.touched[i] {
+		if touched[i] {
 			mine := kept[at[i]:at[i+1]:at[i+1]] // the tasks i keeps
 			slices.Sort(mine)
-			b.redo(&h, i, mine)
+			h.redo(i, mine)
 		}
 	}
-	return h, nil
+	return h
 }
 
 // keep is a task that its owner keeps one more generation (see handOver):
@@ -620,40 +579,34 @@ type keep struct{ keeper, task int32 }
 
 // redo rewrites member i's lists after its deferrals: the deferred tasks of
 // its active ones move to its learning ones, and the tasks it keeps join
-// its active and learned ones and leave Revoked and Standby. The lists of
-// indices stay ascending; Revoked and Standby keep their order.
-func (b *Balancer) redo(h *handOff, i int, keeps []int32) {
+// its active and learned ones and leave Revoked and Standby. Every list
+// stays ascending.
+func (h *handOff) redo(i int, keeps []int32) {
 	as := &h.sent[i]
-	// The tasks that stay are filtered in place: active is i's own
-	// window of handOver's pool.
-	stay := h.active[i][:0]
+	stay := as.Assigned[:0]
 	var moved []int32
-	for _, t := range h.active[i] {
+	for _, t := range as.Assigned {
 		if h.deferred[t] == notDeferred {
 			stay = append(stay, t)
 		} else {
 			moved = append(moved, t)
 		}
 	}
-	h.active[i] = stay
 	// Learned tasks are among i's assigned ones: a deferred one is i's to
-	// learn. (learned and learning are i's own slices.)
-	learned := slices.DeleteFunc(h.learned[i], func(t int32) bool { return h.deferred[t] != notDeferred })
-	h.learned[i] = learned
+	// learn.
+	learned := slices.DeleteFunc(as.Learned, func(t int32) bool { return h.deferred[t] != notDeferred })
+	as.Assigned, as.Learned = stay, learned
 	if len(keeps) > 0 {
-		h.active[i], h.learned[i] = merge(stay, keeps), merge(learned, keeps)
-	}
-	if len(moved) > 0 {
-		h.learning[i] = append(h.learning[i], moved...)
-		slices.Sort(h.learning[i])
-	}
-	if len(keeps) > 0 {
-		kept := func(id string) bool {
-			_, found := slices.BinarySearch(keeps, int32(b.assignor.TaskIndex(id)))
+		as.Assigned, as.Learned = merge(stay, keeps), merge(learned, keeps)
+		kept := func(t int32) bool {
+			_, found := slices.BinarySearch(keeps, t)
 			return found
 		}
-		as.Revoked = slices.DeleteFunc(slices.Clone(as.Revoked), kept)
-		as.Standby = slices.DeleteFunc(slices.Clone(as.Standby), kept)
+		as.Revoked = slices.DeleteFunc(as.Revoked, kept)
+		as.Standby = slices.DeleteFunc(as.Standby, kept)
+	}
+	if len(moved) > 0 {
+		as.Learning = merge(as.Learning, moved)
 	}
 }
 
@@ -668,20 +621,6 @@ func merge(x, y []int32) []int32 {
 		}
 	}
 	return append(append(out, x...), y...)
-}
-
-// indices returns the task indices of ids, which Assign returned, in a
-// slice of their own.
-func (b *Balancer) indices(ids []string) ([]int32, error) {
-	out := make([]int32, 0, len(ids))
-	for _, id := range ids {
-		t := b.assignor.TaskIndex(id)
-		if t < 0 {
-			return nil, fmt.Errorf("kgolearner: Assign returned task %q, which is not in the topology", id)
-		}
-		out = append(out, int32(t))
-	}
-	return out, nil
 }
 
 // ids returns the IDs of tasks (indices); empty is nil.

@@ -15,7 +15,6 @@ type scratch struct {
 	claimed  []int32      // claimsBuilder.claimed, then claims.whole
 	by       []int32      // claims.by
 	active   []int32      // activeIn.idx
-	pool     []int32      // handOver's active tasks
 	deferred []deferral   // handOff.deferred
 }
 

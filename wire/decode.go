@@ -26,42 +26,101 @@ func (c *Codec) DecodeMember(b []byte) (learner.MemberMetadata, error) {
 	d := decoder{c: c, b: b, kind: &memberKind}
 	defer d.release()
 	match := d.header()
-	var m learner.MemberMetadata
-	m.ID = d.id("ID", false)
+	p := d.member(match)
+	if d.err != nil {
+		return learner.MemberMetadata{}, d.err
+	}
+	m := learner.MemberMetadata{ID: p.id, Leaving: p.leaving, Capacity: p.capacity, Rack: p.rack}
+	c.idLists(p.sets[:], &m.Assigned, &m.Revoked, &m.Learning, &m.Ready, &m.Standby)
+	if len(p.lags) > 0 {
+		m.Lag = make([]learner.TaskLag, 0, len(p.lags))
+		for i, t := range p.lag.idx {
+			m.Lag = append(m.Lag, learner.TaskLag{Task: c.taskID(t), Lag: p.lags[i]})
+		}
+		for i, name := range p.lag.names {
+			m.Lag = append(m.Lag, learner.TaskLag{Task: name, Lag: p.lags[len(p.lag.idx)+i]})
+		}
+	}
+	return m, d.mismatch(match)
+}
+
+// DecodeIndexedMember decodes member metadata encoded by AppendMember into
+// the form learner.Assignor.AssignIndexed takes, for a leader: tasks by
+// index, with no task ID built. Tasks sent by name that the topology lacks
+// are, when the member holds them (assigned or revoked), in Stale, in the
+// order sent, and otherwise left out, as Assign drops them. Lists are in
+// topology order; empty lists are nil. Errors, allocation and the partial
+// result on ErrTopologyMismatch are as for DecodeMember; in that partial
+// result, the tasks sent by name that this topology has are given by its
+// index, in the order sent.
+//
+// What DecodeIndexedMember returns without an error is a report
+// AssignIndexed accepts on its own: the rules on one member's lists are
+// checked here as for DecodeMember.
+func (c *Codec) DecodeIndexedMember(b []byte) (learner.IndexedMember, error) {
+	d := decoder{c: c, b: b, kind: &memberKind}
+	defer d.release()
+	match := d.header()
+	p := d.member(match)
+	if d.err != nil {
+		return learner.IndexedMember{}, d.err
+	}
+	m := learner.IndexedMember{ID: p.id, Leaving: p.leaving, Capacity: p.capacity, Rack: p.rack}
+	c.indexLists(p.sets[:], &m, &m.Assigned, &m.Revoked, &m.Learning, &m.Ready, &m.Standby)
+	if len(p.lags) > 0 {
+		m.Lag = make([]learner.IndexedLag, 0, len(p.lags))
+		for i, t := range p.lag.idx {
+			m.Lag = append(m.Lag, learner.IndexedLag{Task: t, Lag: p.lags[i]})
+		}
+		for i, name := range p.lag.names {
+			if t := c.a.TaskIndex(name); t >= 0 { // another topology's name for one of ours
+				m.Lag = append(m.Lag, learner.IndexedLag{Task: int32(t), Lag: p.lags[len(p.lag.idx)+i]})
+			}
+		}
+		if len(m.Lag) == 0 { // every lag for a task the topology lacks
+			m.Lag = nil
+		}
+	}
+	return m, d.mismatch(match)
+}
+
+// memberParts is a member message as read, before its lists take the
+// form of IDs or of indices.
+type memberParts struct {
+	id       string
+	leaving  bool
+	capacity int
+	rack     string
+	sets     [nLists]taskset
+	lag      taskset
+	lags     []int64 // the lags of lag's tasks, indices first
+}
+
+// member reads a member message past its header.
+func (d *decoder) member(match bool) (p memberParts) {
+	p.id = d.id("ID", false)
 	flags := d.byte("flags")
-	m.Leaving = flags&wireFlagLeaving != 0
+	p.leaving = flags&wireFlagLeaving != 0
 	capacity := d.uvarint(label{what: "capacity"})
 	if d.err == nil && capacity > learner.MaxCapacity {
 		d.fail("capacity %d out of range [0, %d]", capacity, learner.MaxCapacity)
 	}
-	m.Capacity = int(capacity)
-	m.Rack = d.id("rack", true)
-	sets := d.tasksets(match)
-	lag, sent := d.taskset("lag", match)
-	lags := make([]int64, 0, lag.len())
+	p.capacity = int(capacity)
+	p.rack = d.id("rack", true)
+	p.sets = d.tasksets(match)
+	var sent int
+	p.lag, sent = d.taskset("lag", match)
+	p.lags = make([]int64, 0, p.lag.len())
 	for i := range sent {
 		l := d.uvarint(label{what: "lag"})
 		if d.err == nil && l > math.MaxInt64 {
 			d.fail("lag %d out of range", l)
 		}
-		if i >= sent-lag.len() { // not an index of another topology
-			lags = append(lags, int64(l))
+		if i >= sent-p.lag.len() { // not an index of another topology
+			p.lags = append(p.lags, int64(l))
 		}
 	}
-	if d.err != nil {
-		return learner.MemberMetadata{}, d.err
-	}
-	c.idLists(sets[:], &m.Assigned, &m.Revoked, &m.Learning, &m.Ready, &m.Standby)
-	if len(lags) > 0 {
-		m.Lag = make([]learner.TaskLag, 0, len(lags))
-		for i, t := range lag.idx {
-			m.Lag = append(m.Lag, learner.TaskLag{Task: c.taskID(t), Lag: lags[i]})
-		}
-		for i, name := range lag.names {
-			m.Lag = append(m.Lag, learner.TaskLag{Task: name, Lag: lags[len(lag.idx)+i]})
-		}
-	}
-	return m, d.mismatch(match)
+	return p
 }
 
 // DecodeAssignment decodes an assignment encoded by AppendAssignment, by this

@@ -89,24 +89,15 @@ func (c *Codec) AppendAssignment(b []byte, as learner.Assignment) ([]byte, error
 	return c.appendAssignment(b, as.MemberID, &sets), nil
 }
 
-// IndexedAssignment is a learner.Assignment whose assigned, learning and
-// learned tasks are given by their index in the topology (their position in
-// learner.Assignor.Tasks), each list strictly increasing. Revoked and
-// Standby hold IDs, as in learner.Assignment: a revoked task may be one the
-// topology lacks.
-type IndexedAssignment struct {
-	MemberID                    string
-	Assigned, Learning, Learned []int32
-	Revoked, Standby            []string
-}
-
 // AppendIndexedAssignment appends the encoding of as to b: the bytes
-// AppendAssignment appends for the same assignment by ID, without building
-// the IDs and looking them up again, for a leader that keeps tasks as
-// indices. It fails, wrapping learner.ErrInvalidMember, on what
-// AppendAssignment refuses and on an index outside the topology or a list
-// not strictly increasing.
-func (c *Codec) AppendIndexedAssignment(b []byte, as IndexedAssignment) ([]byte, error) {
+// AppendAssignment appends for the same assignment by ID (Revoked's IDs
+// followed by Stale), without building the IDs and looking them up again,
+// for a leader that keeps tasks as indices (learner.Assignor.AssignIndexed
+// answers so). It fails, wrapping learner.ErrInvalidMember, on what
+// AppendAssignment refuses, on an index outside the topology or a list not
+// strictly increasing, and on a Stale task that is malformed, repeated or
+// in the topology.
+func (c *Codec) AppendIndexedAssignment(b []byte, as learner.IndexedAssignment) ([]byte, error) {
 	fail := func(err error) ([]byte, error) {
 		return nil, fmt.Errorf("wire: encode assignment of %q: %v: %w", as.MemberID, err, learner.ErrInvalidMember)
 	}
@@ -115,24 +106,41 @@ func (c *Codec) AppendIndexedAssignment(b []byte, as IndexedAssignment) ([]byte,
 	}
 	var sets [nLists]taskset
 	var err error
-	for _, l := range [...]struct {
-		list int
-		idx  []int32
-	}{{listAssigned, as.Assigned}, {listLearning, as.Learning}, {listReady, as.Learned}} {
-		if sets[l.list], err = c.indexed(assignmentKind.lists[l.list], l.idx); err != nil {
+	for i, idx := range [nLists][]int32{listAssigned: as.Assigned, listRevoked: as.Revoked, listLearning: as.Learning,
+		listReady: as.Learned, listStandby: as.Standby} {
+		if sets[i], err = c.indexed(assignmentKind.lists[i], idx); err != nil {
 			return fail(err)
 		}
 	}
-	if sets[listRevoked], err = c.intern(assignmentKind.lists[listRevoked], as.Revoked); err != nil {
-		return fail(err)
-	}
-	if sets[listStandby], err = c.intern(assignmentKind.lists[listStandby], as.Standby); err != nil {
+	if sets[listRevoked].names, err = c.stale(assignmentKind.lists[listRevoked], as.Stale); err != nil {
 		return fail(err)
 	}
 	if err := assignmentKind.check(c, &sets); err != nil {
 		return fail(err)
 	}
 	return c.appendAssignment(b, as.MemberID, &sets), nil
+}
+
+// stale checks tasks sent by name because the topology lacks them: each a
+// valid ID the topology does not have, once.
+func (c *Codec) stale(what string, ids []string) ([]string, error) {
+	var seen map[string]bool // rare: tasks of an older topology
+	for _, id := range ids {
+		if err := checkID("task ID in "+what, id); err != nil {
+			return nil, err
+		}
+		if t := c.a.TaskIndex(id); t >= 0 {
+			return nil, fmt.Errorf("task %q in %s sent by name, but the topology has it (index %d)", id, what, t)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("task %q listed twice in %s", id, what)
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[id] = true
+	}
+	return ids, nil
 }
 
 // appendAssignment appends an assignment whose lists passed assignmentKind's

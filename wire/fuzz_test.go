@@ -9,8 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// FuzzDecode feeds arbitrary bytes to both decoders (no panic, errors wrap a
-// sentinel, whatever decodes re-encodes to the same value) and also reads
+// FuzzDecode feeds arbitrary bytes to the decoders (no panic, errors wrap a
+// sentinel, whatever decodes re-encodes to the same value, DecodeIndexedMember
+// agrees with DecodeMember and AssignIndexed takes what it decodes) and also reads
 // the bytes as a recipe for member metadata, which AppendMember must refuse
 // exactly when Assign does, and which must otherwise round-trip. `go test`
 // runs its seed corpus (testdata/fuzz/FuzzDecode) and the f.Add seeds; a
@@ -42,6 +43,15 @@ func FuzzDecode(f *testing.F) {
 		for _, codec := range []*Codec{c, other} {
 			m, err := codec.DecodeMember(data)
 			checkDecoded(t, "DecodeMember", data, m, err, codec.AppendMember, codec.DecodeMember)
+			x, xErr := codec.DecodeIndexedMember(data)
+			require.Equal(t, err, xErr, "DecodeIndexedMember(%x) error, want DecodeMember's", data)
+			if err == nil || errors.Is(err, ErrTopologyMismatch) {
+				require.Equal(t, codec.indexedMember(m), x, "DecodeIndexedMember(%x), want DecodeMember's by index", data)
+			}
+			if err == nil {
+				_, err := codec.a.AssignIndexed([]learner.IndexedMember{x})
+				require.NoError(t, err, "AssignIndexed(DecodeIndexedMember(%x))", data)
+			}
 			as, err := codec.DecodeAssignment(data)
 			checkDecoded(t, "DecodeAssignment", data, as, err, codec.AppendAssignment, codec.DecodeAssignment)
 		}

@@ -40,6 +40,10 @@
 // leaders keep working. An incompatible change bumps the version byte; a
 // decoder rejects a version it does not know with ErrMalformed.
 //
+// A leader can keep the tasks as indices from end to end: DecodeIndexedMember
+// gives learner.Assignor.AssignIndexed its input without building a task ID,
+// and AppendIndexedAssignment encodes its answer.
+//
 // Task indices only mean something to a receiver with the same task list,
 // so every message carries the encoder's topology fingerprint. A receiver
 // whose fingerprint differs gets ErrTopologyMismatch and keeps what does not
@@ -174,5 +178,34 @@ func (c *Codec) idLists(sets []taskset, out ...*[]string) {
 		}
 		pool = append(pool, sets[i].names...)
 		*out[i] = pool[from:len(pool):len(pool)]
+	}
+}
+
+// indexLists sets each *out[i] to sets[i] as task indices in wire order,
+// the lists of a member message carved from one allocation (each capped,
+// so that appending to one copies it): the decoder's indices live in a
+// borrowed buffer. A task sent by name goes by index when the topology has
+// it (only from another topology), else to m.Stale when out[i] holds tasks
+// the member holds (assigned, revoked), else nowhere. Empty lists are nil.
+func (c *Codec) indexLists(sets []taskset, m *learner.IndexedMember, out ...*[]int32) {
+	n := 0
+	for i := range sets {
+		n += sets[i].len()
+	}
+	pool := make([]int32, 0, n)
+	for i := range sets {
+		from := len(pool)
+		pool = append(pool, sets[i].idx...)
+		for _, name := range sets[i].names {
+			if t := c.a.TaskIndex(name); t >= 0 {
+				pool = append(pool, int32(t))
+			} else if i == listAssigned || i == listRevoked {
+				m.Stale = append(m.Stale, name)
+			}
+		}
+		*out[i] = nil
+		if len(pool) > from {
+			*out[i] = pool[from:len(pool):len(pool)]
+		}
 	}
 }

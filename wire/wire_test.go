@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -72,6 +73,12 @@ func (c *Codec) canonicalAssignment(as learner.Assignment) learner.Assignment {
 	return as
 }
 
+// indexedMember is m as DecodeIndexedMember gives what DecodeMember gives
+// as m.
+func (c *Codec) indexedMember(m learner.MemberMetadata) learner.IndexedMember {
+	return learnertest.IndexedMembers(c.a.Tasks(), []learner.MemberMetadata{m})[0]
+}
+
 func denseIDs(from, to int) []string {
 	var ids []string
 	for i := from; i < to; i++ {
@@ -103,6 +110,26 @@ func TestWireMemberRoundTrip(t *testing.T) {
 		got, err := c.DecodeMember(b)
 		require.NoError(t, err, "DecodeMember(AppendMember(%+v))", m)
 		assert.Equal(t, c.canonicalMember(m), got, "DecodeMember(AppendMember(%+v))", m)
+	}
+}
+
+// TestWireDecodeIndexedMember: DecodeIndexedMember decodes what
+// DecodeMember decodes, by index, and what it decodes AssignIndexed takes.
+func TestWireDecodeIndexedMember(t *testing.T) {
+	c, other := wireTopology(t, 100), wireTopology(t, 101)
+	for _, m := range wireMembers {
+		b, err := c.AppendMember(nil, m)
+		require.NoError(t, err, "AppendMember(%+v)", m)
+		for _, codec := range []*Codec{c, other} {
+			byID, idErr := codec.DecodeMember(b)
+			got, err := codec.DecodeIndexedMember(b)
+			require.Equal(t, idErr, err, "DecodeIndexedMember(AppendMember(%+v)) error, want DecodeMember's", m)
+			require.Equal(t, codec.indexedMember(byID), got, "DecodeIndexedMember(AppendMember(%+v))", m)
+			if err == nil {
+				_, err := codec.a.AssignIndexed([]learner.IndexedMember{got})
+				require.NoError(t, err, "AssignIndexed(DecodeIndexedMember(AppendMember(%+v)))", m)
+			}
+		}
 	}
 }
 
@@ -446,8 +473,25 @@ func TestWireJoinGroupPayload(t *testing.T) {
 
 // BenchmarkWireDecodeMember decodes the JoinGroup user data of a leader of
 // 1,000 members and 100,000 tasks (as in TestWireJoinGroupPayload, random
-// placement): 100 assigned and 100 standby tasks each, per operation.
+// placement): 100 assigned and 100 standby tasks each, per operation, into
+// the form a leader assigns from (DecodeIndexedMember, for AssignIndexed).
+// BenchmarkWireDecodeMemberByID decodes the same into task IDs
+// (DecodeMember, for Assign).
 func BenchmarkWireDecodeMember(b *testing.B) {
+	benchmarkDecode(b, func(c *Codec, d []byte) error {
+		_, err := c.DecodeIndexedMember(d)
+		return err
+	})
+}
+
+func BenchmarkWireDecodeMemberByID(b *testing.B) {
+	benchmarkDecode(b, func(c *Codec, d []byte) error {
+		_, err := c.DecodeMember(d)
+		return err
+	})
+}
+
+func benchmarkDecode(b *testing.B, decode func(*Codec, []byte) error) {
 	const members, tasks = 1000, 100_000
 	c := wireTopology(b, tasks)
 	perm := rand.New(rand.NewPCG(1, 2)).Perm(tasks)
@@ -467,7 +511,7 @@ func BenchmarkWireDecodeMember(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, d := range data {
-			if _, err := c.DecodeMember(d); err != nil {
+			if err := decode(c, d); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -482,14 +526,22 @@ func TestWireIndexedAssignment(t *testing.T) {
 	indices := func(ids []string) []int32 {
 		var idx []int32
 		for _, id := range ids {
-			idx = append(idx, int32(c.a.TaskIndex(id)))
+			if t := c.a.TaskIndex(id); t >= 0 { // the others are Stale
+				idx = append(idx, int32(t))
+			}
 		}
 		slices.Sort(idx)
 		return idx
 	}
-	indexed := func(as learner.Assignment) IndexedAssignment {
-		return IndexedAssignment{MemberID: as.MemberID, Assigned: indices(as.Assigned), Learning: indices(as.Learning),
-			Learned: indices(as.Learned), Revoked: as.Revoked, Standby: as.Standby}
+	indexed := func(as learner.Assignment) learner.IndexedAssignment {
+		var stale []string
+		for _, id := range as.Revoked {
+			if c.a.TaskIndex(id) < 0 {
+				stale = append(stale, id)
+			}
+		}
+		return learner.IndexedAssignment{MemberID: as.MemberID, Assigned: indices(as.Assigned), Revoked: indices(as.Revoked),
+			Learning: indices(as.Learning), Learned: indices(as.Learned), Standby: indices(as.Standby), Stale: stale}
 	}
 	for _, as := range append(slices.Clone(wireAssignments), learner.Assignment{MemberID: "S3", Assigned: denseIDs(0, 60), Learned: denseIDs(2, 9)}) {
 		want, err := c.AppendAssignment([]byte("prefix"), as)
@@ -500,18 +552,21 @@ func TestWireIndexedAssignment(t *testing.T) {
 	}
 	type refusal struct {
 		name string
-		as   IndexedAssignment
+		as   learner.IndexedAssignment
 		msg  string
 	}
 	refused := []refusal{
-		{"index past the topology", IndexedAssignment{MemberID: "S1", Assigned: []int32{2, 103}}, "task index 103 in assigned outside the topology's 103 tasks"},
-		{"negative index", IndexedAssignment{MemberID: "S1", Learning: []int32{-1}}, "task index -1 in learning outside"},
-		{"out of order", IndexedAssignment{MemberID: "S1", Assigned: []int32{5, 3}}, "task indices in assigned not strictly increasing (3 after 5)"},
-		{"repeated", IndexedAssignment{MemberID: "S1", Assigned: []int32{4}, Learned: []int32{4, 4}}, "task indices in learned not strictly increasing"},
+		{"index past the topology", learner.IndexedAssignment{MemberID: "S1", Assigned: []int32{2, 103}}, "task index 103 in assigned outside the topology's 103 tasks"},
+		{"negative index", learner.IndexedAssignment{MemberID: "S1", Learning: []int32{-1}}, "task index -1 in learning outside"},
+		{"out of order", learner.IndexedAssignment{MemberID: "S1", Assigned: []int32{5, 3}}, "task indices in assigned not strictly increasing (3 after 5)"},
+		{"repeated", learner.IndexedAssignment{MemberID: "S1", Assigned: []int32{4}, Learned: []int32{4, 4}}, "task indices in learned not strictly increasing"},
+		{"stale task of the topology", learner.IndexedAssignment{MemberID: "S1", Stale: []string{"0_7"}}, `task "0_7" in revoked sent by name, but the topology has it (index 7)`},
+		{"stale task twice", learner.IndexedAssignment{MemberID: "S1", Stale: []string{"old", "old"}}, `task "old" listed twice in revoked`},
+		{"malformed stale task", learner.IndexedAssignment{MemberID: "S1", Stale: []string{"o/d"}}, `malformed task ID in revoked "o/d"`},
 	}
 	for _, tc := range refusedAssignments {
 		unknown := func(id string) bool { return c.a.TaskIndex(id) < 0 }
-		if slices.ContainsFunc(slices.Concat(tc.as.Assigned, tc.as.Learning, tc.as.Learned), unknown) {
+		if slices.ContainsFunc(slices.Concat(tc.as.Assigned, tc.as.Learning, tc.as.Learned, tc.as.Standby), unknown) {
 			continue // a task the topology lacks has no index
 		}
 		refused = append(refused, refusal{tc.name, indexed(tc.as), tc.msg})

@@ -95,9 +95,22 @@ func (g group) learnerJoins() (*learner.Assignor, *wire.Codec, [][]byte, error) 
 }
 
 // learnerBalance does what a learner group leader does with the members'
-// reports: decode each one and Assign. Like kafkaBalance it stops before
-// encoding the answers.
-func learnerBalance(a *learner.Assignor, c *wire.Codec, joins [][]byte, members []learner.MemberMetadata) ([]learner.Assignment, error) {
+// reports: decode each one into task indices and AssignIndexed. Like
+// kafkaBalance it stops before encoding the answers.
+func learnerBalance(a *learner.Assignor, c *wire.Codec, joins [][]byte, members []learner.IndexedMember) ([]learner.IndexedAssignment, error) {
+	for i, b := range joins {
+		m, err := c.DecodeIndexedMember(b)
+		if err != nil {
+			return nil, err
+		}
+		members[i] = m
+	}
+	return a.AssignIndexed(members)
+}
+
+// learnerBalanceByID is learnerBalance through task IDs: DecodeMember and
+// Assign.
+func learnerBalanceByID(a *learner.Assignor, c *wire.Codec, joins [][]byte, members []learner.MemberMetadata) ([]learner.Assignment, error) {
 	for i, b := range joins {
 		m, err := c.DecodeMember(b)
 		if err != nil {
@@ -143,15 +156,17 @@ func kafkaBalance(bal kgo.GroupBalancer, members []kmsg.JoinGroupResponseMember,
 
 // BenchmarkBalance runs each assignor on the same rebalances, timed from
 // the bytes a leader receives: franz-go's balancers decode the members'
-// subscriptions, the learner decodes the members' wire reports
-// (wire.Codec.DecodeMember) before Assign. Compare them with
+// subscriptions, the learner decodes the members' wire reports into task
+// indices (wire.Codec.DecodeIndexedMember) before AssignIndexed. Compare
+// them with
 //
 //	benchstat -col /balancer
 //
 // The balancers are learner (task IDs of Kafka Streams' "<sub>_<part>"
-// form), learner-hashed (the same group with IDs the core interns through a
-// hash map; franz-go's work does not depend on the IDs), sticky and
-// cooperative-sticky.
+// form), learner-hashed (the same group with IDs the core would intern
+// through a hash map; by index, no ID is looked up; franz-go's work does not
+// depend on the IDs), learner-by-id (the learner through task IDs:
+// DecodeMember and Assign), sticky and cooperative-sticky.
 func BenchmarkBalance(b *testing.B) {
 	const m, tasks = 1_000, 100_000
 	for _, topics := range topicShapes {
@@ -165,13 +180,22 @@ func BenchmarkBalance(b *testing.B) {
 				b.Run(name+bal, func(b *testing.B) {
 					a, c, joins, err := newGroup(m, tasks, topics, ev, hashed).learnerJoins()
 					require.NoError(b, err)
-					members := make([]learner.MemberMetadata, len(joins))
+					members := make([]learner.IndexedMember, len(joins))
 					cputime.Loop(b, func() error {
 						_, err := learnerBalance(a, c, joins, members)
 						return err
 					})
 				})
 			}
+			b.Run(name+"learner-by-id", func(b *testing.B) {
+				a, c, joins, err := newGroup(m, tasks, topics, ev, false).learnerJoins()
+				require.NoError(b, err)
+				members := make([]learner.MemberMetadata, len(joins))
+				cputime.Loop(b, func() error {
+					_, err := learnerBalanceByID(a, c, joins, members)
+					return err
+				})
+			})
 			for _, bal := range balancers {
 				b.Run(name+bal.name, func(b *testing.B) {
 					g := newGroup(m, tasks, topics, ev, false)
@@ -220,14 +244,26 @@ func TestSameProblem(t *testing.T) {
 	}
 }
 
-// checkLearner runs the learner leader's timed path on g (decoding every
-// member's wire report, then Assign) and checks its answer.
+// checkLearner runs the learner leader's timed paths on g (decoding every
+// member's wire report, then AssignIndexed, or Assign through IDs), checks
+// that both agree, and checks the answer.
 func checkLearner(t *testing.T, g group, ev benchgroup.Event) {
 	a, c, joins, err := g.learnerJoins()
 	require.NoError(t, err, "learner setup")
 	members := make([]learner.MemberMetadata, len(joins))
-	out, err := learnerBalance(a, c, joins, members)
+	out, err := learnerBalanceByID(a, c, joins, members)
 	require.NoError(t, err, "decode and Assign(%s)", ev)
+	indexed, err := learnerBalance(a, c, joins, make([]learner.IndexedMember, len(joins)))
+	require.NoError(t, err, "decode and AssignIndexed(%s)", ev)
+	tasks := a.Tasks()
+	for i, as := range out {
+		x := indexed[i]
+		require.Equal(t, as.MemberID, x.MemberID, "AssignIndexed(%s) member %d", ev, i)
+		require.Len(t, x.Assigned, len(as.Assigned), "AssignIndexed(%s): member %s", ev, as.MemberID)
+		for k, t32 := range x.Assigned {
+			require.Equal(t, as.Assigned[k], tasks[t32].ID, "AssignIndexed(%s): member %s task %d, want Assign's", ev, as.MemberID, k)
+		}
+	}
 	vs := learnertest.Check(a.Tasks(), a.Options(), members, out)
 	require.Empty(t, vs, "Assign(%s) breaks rules:\n%s", ev, learnertest.FormatViolations(vs))
 	sep := "_"

@@ -1,0 +1,111 @@
+package learner
+
+// IndexedMember is a MemberMetadata whose tasks are named by their index in
+// the Assignor's topology (their position in Tasks, as TaskIndex gives it)
+// instead of by ID, for AssignIndexed. A leader whose reports arrive as
+// indices (the wire format carries them so) skips building ID strings that
+// Assign would look up again.
+//
+// The rules are MemberMetadata's: a task in at most one of Assigned,
+// Revoked, Learning and Standby, once; Ready a subset of Learning; order
+// within a list does not matter; nil and empty lists are the same. An index
+// outside the topology is an error. Tasks the topology lacks cannot be
+// named by index: those the member holds go in Stale, by ID; those it
+// learns, has a standby or a lag for are left out (Assign drops them).
+type IndexedMember struct {
+	// ID identifies the member, as in MemberMetadata.
+	ID string
+
+	// Assigned, Revoked, Learning, Ready and Standby are
+	// MemberMetadata's lists, by task index.
+	Assigned, Revoked, Learning, Ready, Standby []int32
+	// Stale lists, by ID, the tasks the member holds (runs or revoked at
+	// this join) that the topology lacks, each a valid ID the topology
+	// does not have, once. They come back in IndexedAssignment.Stale.
+	Stale []string
+
+	// Leaving, Capacity and Rack are as in MemberMetadata.
+	Leaving  bool
+	Capacity int
+	Rack     string
+	// Lag is MemberMetadata.Lag by task index.
+	Lag []IndexedLag
+}
+
+// IndexedLag is a TaskLag whose task is named by its index in the topology.
+type IndexedLag struct {
+	Task int32
+	Lag  int64
+}
+
+// IndexedAssignment is an Assignment whose tasks are named by their index
+// in the topology: each list strictly increasing (the topology's order),
+// nil when empty. The revoked tasks the topology lacks (the member's
+// IndexedMember.Stale) are in Stale, by ID, in the order CompareIDs gives:
+// an Assignment's Revoked is Revoked's IDs followed by Stale.
+type IndexedAssignment struct {
+	// MemberID is the ID of the member this assignment is for.
+	MemberID string
+
+	// Assigned, Revoked, Learning, Learned and Standby are Assignment's
+	// lists, by task index.
+	Assigned, Revoked, Learning, Learned, Standby []int32
+	// Stale lists the member's revoked tasks that the topology lacks.
+	Stale []string
+}
+
+// AssignIndexed is Assign for reports by task index: the same rules, the
+// same assignments (by index), the same errors for the same malformed
+// reports, from the same code. It returns one IndexedAssignment per
+// member, in natural order of member ID; with no members, an empty slice.
+// Like Assign it never mutates members and depends on nothing else.
+//
+// Besides Assign's errors, an index outside the topology and a Stale task
+// that is malformed, repeated or in the topology are errors wrapping
+// ErrInvalidMember that name the member, the list and the task.
+func (a *Assignor) AssignIndexed(members []IndexedMember) ([]IndexedAssignment, error) {
+	g, s, err := a.assign(reports{byIndex: members})
+	if err != nil {
+		return nil, err
+	}
+	defer putScratch(&a.scratch, s, true) // the output shares no memory with s
+	return g.outputIndexed(), nil
+}
+
+// assign runs the rules on one call's reports, in working memory s that
+// the caller gives back (putScratch) once it has built its output from g.
+func (a *Assignor) assign(in reports) (*group, *scratch, error) {
+	s := getScratch(&a.scratch)
+	g, err := ingest(&a.topology, a.opts, in, s)
+	if err != nil {
+		// A malformed report may have reserved room for all it listed:
+		// the pool must not keep that size.
+		putScratch(&a.scratch, s, false)
+		return nil, nil, err
+	}
+	g.resolveLearners()
+	g.placeOrphans()
+	g.handOverLeaving()
+	g.balance()
+	g.placeStandbys()
+	return g, s, nil
+}
+
+// reports is one call's input: the members' reports by task ID (Assign)
+// or by task index (AssignIndexed), at most one of the two set. ingest
+// reads both through one reader, so both entry points keep every rule
+// alike.
+type reports struct {
+	byID    []MemberMetadata
+	byIndex []IndexedMember
+}
+
+func (in reports) len() int { return len(in.byID) + len(in.byIndex) }
+
+// id returns the ID of the member at position i.
+func (in reports) id(i int) string {
+	if in.byID != nil {
+		return in.byID[i].ID
+	}
+	return in.byIndex[i].ID
+}
