@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"sync"
@@ -63,21 +64,24 @@ func decode(v []byte) (uint64, error) {
 	return 0, fmt.Errorf("count of %d bytes, want 8", len(v))
 }
 
-// Ballast returns changelog records that give every task state of its own
+// Ballast yields changelog records that give every task state of its own
 // to restore: keysPerTask keys of valueBytes bytes, written straight to the
 // changelog of group's subtopology 0 as the runtime would (with no input
 // processed yet). Their keys start with "~" so that they never collide with
-// counted words.
-func Ballast(group string, partitions int32, keysPerTask, valueBytes int) []*kgo.Record {
+// counted words. The records are made as they are consumed: a slice of all
+// of them took several GB at the sizes the measurement runs.
+func Ballast(group string, partitions int32, keysPerTask, valueBytes int) iter.Seq[*kgo.Record] {
 	topic := state.ChangelogTopic(group, 0)
 	value := make([]byte, valueBytes)
-	var out []*kgo.Record
-	for p := range partitions {
-		for k := range keysPerTask {
-			out = append(out, state.ChangelogRecord(topic, p, fmt.Appendf(nil, "~%d-%d", p, k), value, map[string]int64{Input: 0}))
+	return func(yield func(*kgo.Record) bool) {
+		for p := range partitions {
+			for k := range keysPerTask {
+				if !yield(state.ChangelogRecord(topic, p, fmt.Appendf(nil, "~%d-%d", p, k), value, map[string]int64{Input: 0})) {
+					return
+				}
+			}
 		}
 	}
-	return out
 }
 
 // Producer writes words to Input at a steady rate, and counts the

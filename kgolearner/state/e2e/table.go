@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 )
@@ -26,11 +27,39 @@ func Table(w io.Writer, results []Result) {
 		fmt.Fprintf(w, "%s: %d input records, final counts %s, %d records processed twice during the script (%d during the start)\n",
 			r.Strategy.Name, r.Records, exact, r.ProcessedTwice, r.ProcessedTwiceAtStart)
 	}
+	compare(w, results)
 	for _, r := range results {
 		if r.Restore.Restores > 0 {
 			fmt.Fprintf(w, "%s: cold restores at %.0f records/s a task (%d restores, %d records in %.1f s)\n",
 				r.Strategy.Name, r.Restore.PerSecond(), r.Restore.Restores, r.Restore.Records, secs(r.Restore.Took))
 		}
+	}
+}
+
+// compare writes what the targets read: each learner strategy's
+// downtime as a share of cooperative-sticky's in the same run, and what a
+// cold restore cost cooperative-sticky in the planned scaling (the state's
+// size must make it several seconds).
+func compare(w io.Writer, results []Result) {
+	i := slices.IndexFunc(results, func(r Result) bool { return r.Strategy.Cooperative })
+	if i < 0 {
+		return
+	}
+	coop := results[i]
+	for _, r := range results {
+		if !r.Strategy.Cooperative && coop.Total.Downtime > 0 {
+			fmt.Fprintf(w, "%s: downtime %.0f%% of %s's\n", r.Strategy.Name, 100*secs(r.Total.Downtime)/secs(coop.Total.Downtime), coop.Strategy.Name)
+		}
+	}
+	var down time.Duration
+	cold := 0
+	for _, p := range coop.Phases[:min(2, len(coop.Phases))] {
+		down += p.MoveDowntime
+		cold += p.ColdRestores
+	}
+	if cold > 0 {
+		fmt.Fprintf(w, "%s: a cold restore in the planned scaling cost a task %.1f s of downtime (%d cold restores, %.2f task-s)\n",
+			coop.Strategy.Name, secs(down)/float64(cold), cold, secs(down))
 	}
 }
 

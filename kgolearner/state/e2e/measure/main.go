@@ -4,6 +4,7 @@
 //	go run ./e2e/measure            # the issue's size: 4 members, 48 tasks, bbolt stores
 //	go run ./e2e/measure -small     # the size the tests run
 //	go run ./e2e/measure -disk=     # stores in memory, not in bbolt files
+//	go run ./e2e/measure -keys 200000 -values 100 -session 1s   # another size, another session timeout
 package main
 
 import (
@@ -21,6 +22,8 @@ import (
 func main() {
 	small := flag.Bool("small", false, "run the small configuration of the tests")
 	keys := flag.Int("keys", 0, "ballast keys per task (0: the configuration's)")
+	values := flag.Int("values", 0, "bytes of each ballast value (0: the configuration's)")
+	session := flag.Duration("session", 0, "session timeout (0: the configuration's)")
 	only := flag.String("strategy", "", "run only the strategy of this name")
 	disk := flag.String("disk", os.TempDir(), "keep the stores in bbolt files in a fresh directory under `DIR`; empty: in memory")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -42,6 +45,12 @@ func main() {
 	cfg.Disk = *disk
 	if *keys > 0 {
 		cfg.KeysPerTask = *keys
+	}
+	if *values > 0 {
+		cfg.ValueBytes = *values
+	}
+	if *session > 0 {
+		cfg.Session = *session
 	}
 	start := time.Now()
 	cfg.Log = func(format string, args ...any) {
