@@ -349,7 +349,16 @@ func (p *balancePlan) run() {
 		if h == none || h == l || !p.worthMoving(h, l) {
 			return
 		}
-		t := p.shed.pick(h, l)
+		// From here on l never gives: its donor key (2·load−1)/cap is
+		// below its receiver key, the least of all now, and the least
+		// receiver key only grows (a receiver's grows, and a donor that
+		// gives stays above the receiver it gave to). Nor does receiving
+		// change that: l's donor key becomes its old receiver key. So l
+		// leaves the donors now, which keeps their tie-break order fixed,
+		// and its counts go back to the spread table its receiving reads.
+		p.donors.remove(l)
+		p.shed.settle(l)
+		t, sub := p.shed.take(h, l)
 		if t == none {
 			p.donors.remove(h)
 			continue
@@ -364,14 +373,9 @@ func (p *balancePlan) run() {
 		p.recv.fix(h)
 		p.load[l]++
 		if p.spread.on {
-			p.spread.moved(p.sub[t], h, l)
+			p.spread.received(sub, l)
 		}
 		p.recv.fix(l)
-		// A member that received never gives: its donor key is now at most
-		// the lightest receiver's, which only grows. Removing it keeps the
-		// donor keys' tie-break order fixed; if it was the heaviest, no
-		// move was worth it anyway.
-		p.donors.remove(l)
 	}
 }
 

@@ -24,6 +24,7 @@ type scratch struct {
 	bools     arena[bool]
 	segments  arena[segment]
 	subCounts arena[subCount]
+	dealt     arena[dealtTask]
 }
 
 // getScratch takes a scratch from pool, or a new one.
@@ -44,6 +45,7 @@ func putScratch(pool *sync.Pool, s *scratch, grow bool) {
 	s.bools.reset(grow)
 	s.segments.reset(grow)
 	s.subCounts.reset(grow)
+	s.dealt.reset(grow)
 	pool.Put(s)
 }
 

@@ -4,9 +4,10 @@ import "slices"
 
 // This file chooses which task a donor gives away while balancing.
 //
-// A donor's movable tasks are kept in segments, each in topology order:
+// A giver's movable tasks are kept in segments, each in topology order:
 // its stateless tasks first (they move for free), then its stateful tasks;
-// with subtopology spread on, each kind is cut by subtopology.
+// with subtopology spread on, each kind is cut by subtopology, and each
+// segment carries the giver's count of its subtopology.
 // A cursor per segment only moves forward, so all picks of one Assign call
 // cost time linear in the tasks plus the segments looked at per move.
 
@@ -15,18 +16,72 @@ import "slices"
 type shedder struct {
 	*group
 	spread   *spread   // the plan's: cuts segments by subtopology and scores them
-	movable  []int32   // movable tasks, by member and segment
+	movable  []int32   // movable tasks, by giver and segment
 	segs     []segment // member m's are segs[segStart[m]:segStart[m+1]]
 	segStart []int32
 	segMid   []int32 // member m's stateful segments start at segs[segMid[m]]
+	// live is set for the givers whose counts live in their segments:
+	// every giver until it first receives (settle).
+	live []bool
+	// filtered is set when the lists hold movable tasks only (dealt, see
+	// newShedder); stale is then set for the givers that gave a task
+	// outside their segments (one the receiver has local state for),
+	// whose segments may hold tasks that moved. Picks check each
+	// candidate of a giver whose lists are not filtered or are stale.
+	filtered bool
+	stale    []bool
 }
 
 // segment is a run of one giver's movable tasks of one kind (segMid
 // splits the kinds) and, with spread on, one subtopology: often a single
-// task, so there can be one per held task, and it is kept to 12 bytes.
+// task, so there can be one per movable task, and it is kept to 16 bytes.
+//
+// The task at its cursor is in the segment itself (head), the rest of its
+// tasks in shedder.movable from next on, the last one marked with
+// lastInSegment. A giver's segments are cold when it gives (donors take
+// turns), and its tasks in a list apart were a second cache miss per move;
+// in a large group a giver holds at most one task of most subtopologies,
+// so that list is rarely read.
+//
+// With spread on, n is the giver's planned count of sub, kept here rather
+// than in the spread table while the giver gives: the table's sparse
+// counts take a binary search over cold memory, the segment is read
+// anyway. A subtopology with tasks of both kinds has a segment of each;
+// the stateless one keeps the count and the stateful one holds -1-(the
+// stateless one's index).
 type segment struct {
-	sub       int32 // subtopology of the segment's tasks; none for "any"
-	next, end int32 // cursor and end in shedder.movable
+	sub  int32 // subtopology of the segment's tasks; none for "any"
+	n    int32 // see above
+	head int32 // the task at the cursor; none once every task is taken
+	next int32 // where the rest follow in shedder.movable; none if head is the last
+}
+
+// lastInSegment marks the last task of a segment in shedder.movable. Task
+// indices are below MaxTasks (2^30), so the bit is free.
+const lastInSegment = 1 << 30
+
+// newSegment returns the segment of the tasks movable[from:to] of
+// subtopology sub with count n, marking its last task.
+func newSegment(sub, n int32, movable []int32, from, to int32) segment {
+	seg := segment{sub: sub, n: n, head: movable[from], next: none}
+	if to-from > 1 {
+		seg.next = from + 1
+		movable[to-1] |= lastInSegment
+	}
+	return seg
+}
+
+// advance moves seg's cursor to its next task.
+func (s *shedder) advance(seg *segment) {
+	if seg.next == none {
+		seg.head = none
+		return
+	}
+	t := s.movable[seg.next]
+	seg.head, seg.next = t&^lastInSegment, seg.next+1
+	if t&lastInSegment != 0 {
+		seg.next = none
+	}
 }
 
 // sheddable reports whether o may give t away: it owns it, stays, nobody
@@ -35,22 +90,229 @@ func (g *group) sheddable(t, o int32) bool {
 	return o != none && !g.leaving[o] && g.learner[t] == none && !g.fixed[t] && g.owner[t] == o
 }
 
-// heldSheddable is sheddable(t, h) for a task of giver h's own held row.
-// Unless two members reported holding one task, such a task's owner is h
-// until something places it (and marks it fixed), so the owner need not be
-// read: one random read fewer per candidate.
+// heldSheddable is sheddable(t, h) for a task of giver h's lists, all of
+// which h held. Unless two members reported holding one task, such a
+// task's owner is h until something places it (and marks it fixed), so
+// the owner need not be read: one random read fewer per candidate.
 func (g *group) heldSheddable(t, h int32) bool {
 	return g.learner[t] == none && !g.fixed[t] && (!g.contested || g.owner[t] == h)
 }
 
 // newShedder lays out the movable tasks of the members for which gives is
-// true. A movable task was never placed this round, so its owner is the
-// member that reported it: it is in the owner's held row, which ingest left
-// sorted in topology order. Each giver's list is therefore its held row,
-// stateless tasks first (they move for free), then stateful ones, cut into
-// a segment where the kind or, with spread on, the subtopology changes.
-// Subtopologies usually follow topology order; a member whose tasks do not
-// is sorted by subtopology.
+// true (and keeps gives as its live flags), and fills the spread counts
+// sp, laid out by newSpread. Two ways, by size: with sparse counts (large
+// groups) it deals the tasks (deal); otherwise each giver's list is its
+// held row (copyRows).
+func newShedder(g *group, sp *spread, gives []bool) shedder {
+	s := shedder{group: g, spread: sp, live: gives, segStart: g.scratch.int32s.make(len(g.load) + 1), segMid: g.scratch.int32s.make(len(g.load))}
+	if sp.on && sp.dense == nil {
+		s.deal()
+	} else {
+		s.copyRows()
+	}
+	return s
+}
+
+// deal lays out the givers' movable tasks and fills the sparse spread
+// counts.
+//
+// A movable task is one its owner may give (sheddable): the owner stays,
+// nobody learns the task, and it was not placed this round. Balancing
+// changes that only for the tasks it moves, so the lists are filtered once
+// here and picks need not read a task's state again (see stale).
+//
+// Two passes. The first reads the per-task arrays front to back, in
+// subtopology order (topology order when subtopologies follow it, the
+// usual layout), and deals each planned task, with its subtopology and
+// whether it is movable, into its member's window: one write per task, the
+// only out-of-order access. The second goes member by member through its
+// window, now sorted by subtopology, counting its runs into the spread
+// and, for a giver, appending its movable tasks and segments, each count
+// beside its segment.
+//
+// The trade-off, against copyRows with sparse counts: there each held task's
+// subtopology was read out of topology order, and the counts took a
+// counting sort of all tasks by member and a random read of each one's
+// subtopology, a cache miss per task each at a million tasks. In CPU
+// profiles of a scale-up at 10,000 members and 1,000,000 tasks the two
+// passes cost about what those did (25 ms a call, in profiles of either
+// under the same load), and the lists come filtered, which saves each
+// move the reads of its candidate's state, two cache misses there. In
+// groups whose arrays fit the caches (the dense counts) dealing cost more
+// passes than it saved: balancing alone took 1.2-1.4x as long at 1,000
+// members and 100,000 tasks.
+func (s *shedder) deal() {
+	g := s.group
+	n := len(g.load)
+	sc := g.scratch
+	// Member m's window is as long as its load: the number of tasks it
+	// plans (resolveLearners counted them, and every placement since moved
+	// one planned task and one unit of load). Should that ever not hold,
+	// the tasks are counted and dealt again rather than written over the
+	// next member's window.
+	deal, at, movable := s.dealTasks(g.load)
+	if deal == nil {
+		planned := sc.int32s.make(n)
+		for t := range g.owner {
+			if p := g.planned(int32(t)); p != none {
+				planned[p]++
+			}
+		}
+		deal, at, movable = s.dealTasks(planned)
+	}
+
+	s.filtered, s.stale = true, sc.bools.make(n)
+	s.movable, s.segs = sc.int32s.room(movable), sc.segments.room(movable)
+	for m := range int32(n) {
+		dealt := deal[at[2*m]:at[2*m+1]]
+		// One pass per kind a giver has, stateless first; the first also
+		// counts. A member that does not give only counts.
+		kinds := 0
+		if s.live[m] {
+			kinds = 2
+			if g.stateless == 0 || g.stateless == len(g.tasks) {
+				kinds = 1
+			}
+		}
+		start := int32(len(s.segs))
+		if kinds == 0 {
+			s.layOut(m, dealt, true, false, 0, start)
+		}
+		if kinds == 2 || kinds == 1 && g.stateless > 0 {
+			s.layOut(m, dealt, true, true, 0, start)
+		}
+		s.segMid[m] = int32(len(s.segs))
+		if kinds == 2 || kinds == 1 && g.stateless == 0 {
+			s.layOut(m, dealt, kinds == 1, true, dealStateful, start)
+		}
+		s.segStart[m+1] = int32(len(s.segs))
+	}
+}
+
+// dealTasks deals every planned task to its member, member m's into a
+// window of size[m] entries, and returns the dealt tasks, where each
+// member's are (deal[at[2m]:at[2m+1]]) and how many are movable; or nil if
+// some member has more tasks than its window.
+func (s *shedder) dealTasks(size []int32) (deal []dealtTask, at []int32, movable int) {
+	g, gives := s.group, s.live
+	n := len(size)
+	// at[2m] starts m's window and at[2m+1] is where its next task goes,
+	// below at[2m+2], where the next window starts (at[2n]: the end).
+	at = g.scratch.int32s.make(2*n + 1)
+	total := int32(0)
+	for m, k := range size {
+		at[2*m], at[2*m+1] = total, total
+		total += k
+	}
+	at[2*n] = total
+	deal = g.scratch.dealt.make(int(total))
+	order := g.subtopologyOrder()
+	// The per-task arrays in locals: the compiler would reload each
+	// field of g at every task (the writes to deal might alias them).
+	owner, learner, fixed, subOf := g.owner, g.learner, g.fixed, g.sub
+	for i := range int32(len(owner)) {
+		t := i
+		if order != nil {
+			t = order[i]
+		}
+		p, l := owner[t], learner[t]
+		if l != none {
+			p = l
+		}
+		if p == none {
+			continue
+		}
+		word := uint32(subOf[t]) << dealShift
+		if l == none && gives[p] && !fixed[t] { // p owns t
+			word |= dealMovable
+			movable++
+		}
+		if g.isStateful(t) {
+			word |= dealStateful
+		}
+		k := at[2*p+1]
+		if k == at[2*p+2] {
+			return nil, nil, 0
+		}
+		at[2*p+1]++
+		deal[k] = dealtTask{uint32(t), word}
+	}
+	return deal, at, movable
+}
+
+// dealtTask is a task dealt to the member that plans it: the task, and
+// its subtopology (shifted by dealShift) or'ed with dealMovable and
+// dealStateful.
+type dealtTask struct{ task, word uint32 }
+
+// The flags of a dealt task's word, below its subtopology.
+const (
+	dealMovable  = 1
+	dealStateful = 2
+	dealShift    = 2
+)
+
+// layOut goes through member m's dealt tasks, which are in subtopology
+// order, run by run of one subtopology: with count set it puts each run's
+// length in the spread counts; with give set it appends the run's movable
+// tasks of one kind (kind is dealStateful or 0) and a segment for them.
+// Segments get their counts from countField, with twins from s.segs[twin]
+// on (m's stateless segments, when appending its stateful ones).
+//
+// It runs once per dealt task, so the lists are appended to in locals:
+// appending to s's fields stored their headers back at every task.
+func (s *shedder) layOut(m int32, dealt []dealtTask, count, give bool, kind uint32, twin int32) {
+	sp := s.spread
+	movable, segs := s.movable, s.segs
+	twinEnd := int32(len(segs))
+	for i := 0; i < len(dealt); {
+		sub := dealt[i].word >> dealShift
+		j := i + 1
+		for j < len(dealt) && dealt[j].word>>dealShift == sub {
+			j++
+		}
+		n := int32(j - i)
+		if count {
+			sp.put(m, int32(sub), n)
+		}
+		if give {
+			first := int32(len(movable))
+			for _, d := range dealt[i:j] {
+				if d.word&dealMovable != 0 && d.word&dealStateful == kind {
+					movable = append(movable, int32(d.task))
+				}
+			}
+			if end := int32(len(movable)); end > first {
+				segs = append(segs, newSegment(int32(sub), s.countField(int32(sub), n, &twin, twinEnd), movable, first, end))
+			}
+		}
+		i = j
+	}
+	s.movable, s.segs = movable, segs
+}
+
+// countField returns the n of a giver's segment of sub being laid out:
+// its count, or a pointer to its twin, the giver's stateless segment of
+// sub, looked for from s.segs[*twin] on, below twinEnd, in increasing
+// order of subtopology as the calls come.
+func (s *shedder) countField(sub, count int32, twin *int32, twinEnd int32) int32 {
+	for *twin < twinEnd && s.segs[*twin].sub < sub {
+		*twin++
+	}
+	if *twin < twinEnd && s.segs[*twin].sub == sub {
+		return -1 - *twin
+	}
+	return count
+}
+
+// copyRows lays out the givers' movable tasks from their held rows, and
+// fills a dense spread table if spread is on. A movable task was never
+// placed this round, so its owner is the member that reported it: it is in
+// the owner's held row, which ingest left sorted in topology order. Each
+// giver's list is therefore its held row, stateless tasks first (they move
+// for free), then stateful ones, cut into a segment where the kind or,
+// with spread on, the subtopology changes. Subtopologies usually follow
+// topology order; a member whose tasks do not is sorted by subtopology.
 //
 // The lists keep tasks that are not movable (learned, placed this round,
 // claimed by another member): pick skips them anyway, since tasks stop
@@ -58,10 +320,11 @@ func (g *group) heldSheddable(t, h int32) bool {
 // random reads per held task, most of which are never looked at again.
 // When the topology has one kind of task, a giver's list is a copy of its
 // row and the only per-task read is its subtopology, to cut segments.
-//
-// The work is linear in the givers' held tasks: a member that cannot give
-// (see balance) costs nothing, and no pass runs over the whole topology.
-func newShedder(g *group, sp *spread, gives []bool) shedder {
+func (s *shedder) copyRows() {
+	g, gives := s.group, s.live
+	if s.spread.on {
+		g.countDense(s.spread)
+	}
 	n := len(g.load)
 	size, givers := 0, 0
 	for m := range int32(n) {
@@ -74,36 +337,34 @@ func newShedder(g *group, sp *spread, gives []bool) shedder {
 	// a segment holds at least one task (at most two per giver, one of each
 	// kind, without spread).
 	segs := 2 * givers
-	if sp.on {
+	if s.spread.on {
 		segs = size
 	}
-	s := shedder{group: g, spread: sp, movable: g.scratch.int32s.room(size), segs: g.scratch.segments.room(segs),
-		segStart: g.scratch.int32s.make(n + 1), segMid: g.scratch.int32s.make(n)}
+	s.movable, s.segs = g.scratch.int32s.room(size), g.scratch.segments.room(segs)
 	for m := range int32(n) {
 		if gives[m] {
 			row := g.held.row(m)
-			from := int32(len(s.movable))
+			from, first := int32(len(s.movable)), int32(len(s.segs))
 			switch g.stateless {
 			case len(g.tasks): // every task stateless
 				s.movable = append(s.movable, row...)
-				s.cutSegments(from, int32(len(s.movable)))
+				s.cutSegments(m, from, int32(len(s.movable)), first)
 				s.segMid[m] = int32(len(s.segs))
 			case 0: // every task stateful
 				s.movable = append(s.movable, row...)
 				s.segMid[m] = int32(len(s.segs))
-				s.cutSegments(from, int32(len(s.movable)))
+				s.cutSegments(m, from, int32(len(s.movable)), first)
 			default:
 				s.movable = s.appendKind(s.movable, row, false)
 				mid := int32(len(s.movable))
 				s.movable = s.appendKind(s.movable, row, true)
-				s.cutSegments(from, mid)
+				s.cutSegments(m, from, mid, first)
 				s.segMid[m] = int32(len(s.segs))
-				s.cutSegments(mid, int32(len(s.movable)))
+				s.cutSegments(m, mid, int32(len(s.movable)), first)
 			}
 		}
 		s.segStart[m+1] = int32(len(s.segs))
 	}
-	return s
 }
 
 // appendKind appends the tasks of row whose statefulness is stateful.
@@ -116,88 +377,154 @@ func (s *shedder) appendKind(movable, row []int32, stateful bool) []int32 {
 	return movable
 }
 
-// cutSegments appends the segments of movable[from:to], tasks of one kind.
-// With spread on it cuts runs of one subtopology in one pass, reading each
-// task's subtopology once; a range whose subtopologies turn out not to be
-// in order is sorted by subtopology (stably) and cut again.
-func (s *shedder) cutSegments(from, to int32) {
-	if !s.spread.on {
-		if from < to {
-			s.segs = append(s.segs, segment{sub: none, next: from, end: to})
-		}
+// cutSegments appends the segments of giver m's movable[from:to], tasks
+// of one kind, whose earlier segments start at s.segs[first]. With spread
+// on it cuts runs of one subtopology, reading each task's subtopology
+// once, and gives each segment its count (countField); tasks whose
+// subtopologies do not follow topology order are first sorted by
+// subtopology (stably).
+func (s *shedder) cutSegments(m, from, to, first int32) {
+	if from == to {
 		return
 	}
-	first := len(s.segs)
+	if !s.spread.on {
+		s.segs = append(s.segs, newSegment(none, 0, s.movable, from, to))
+		return
+	}
+	if tasks := s.movable[from:to]; !s.subsInOrder && !slices.IsSortedFunc(tasks, s.bySub) {
+		slices.SortStableFunc(tasks, s.bySub)
+	}
+	twin, twinEnd := first, int32(len(s.segs))
 	for i := from; i < to; {
 		sub := s.sub[s.movable[i]]
-		if len(s.segs) > first && sub < s.segs[len(s.segs)-1].sub {
-			s.segs = s.segs[:first]
-			slices.SortStableFunc(s.movable[from:to], s.bySub)
-			s.cutSegments(from, to)
-			return
-		}
 		j := i + 1
 		for j < to && s.sub[s.movable[j]] == sub {
 			j++
 		}
-		s.segs = append(s.segs, segment{sub: sub, next: i, end: j})
+		n := s.countField(sub, s.spread.dense[m*s.spread.subs+sub], &twin, twinEnd)
+		s.segs = append(s.segs, newSegment(sub, n, s.movable, i, j))
 		i = j
 	}
 }
 
 func (g *group) bySub(a, b int32) int { return int(g.sub[a] - g.sub[b]) }
 
-// pick returns the task h should give to l, or none if h has nothing it
-// may give (everything it runs is pinned, or the learner budget is spent and
-// only stateful tasks are left). In order: a task l has local state for
-// (smallest lag first, rule 8), a stateless task, a stateful task; within a
-// kind, from the subtopology where h holds the most more than l (spread
-// on), or h's first in topology order.
-func (s *shedder) pick(h, l int32) int32 {
+// subtopologyOrder returns the tasks sorted by subtopology, stably, or nil
+// when topology order is that order already (or spread is off).
+func (g *group) subtopologyOrder() []int32 {
+	if g.nSubs < 2 || g.subsInOrder {
+		return nil
+	}
+	all := g.scratch.int32s.make(len(g.tasks))
+	for t := range all {
+		all[t] = int32(t)
+	}
+	return g.placementOrder(all)
+}
+
+// count returns where segment i's subtopology count is kept.
+func (s *shedder) count(i int32) *int32 {
+	if n := s.segs[i].n; n < 0 {
+		return &s.segs[-1-n].n
+	}
+	return &s.segs[i].n
+}
+
+// settle ends giver m's giving before it first receives (balance's run
+// says why it never gives again): its counts go back to the spread table,
+// which its receiving reads and updates.
+func (s *shedder) settle(m int32) {
+	if !s.live[m] {
+		return
+	}
+	s.live[m] = false
+	if !s.spread.on {
+		return
+	}
+	for _, seg := range s.segs[s.segStart[m]:s.segStart[m+1]] {
+		if seg.n >= 0 {
+			s.spread.set(m, seg.sub, seg.n)
+		}
+	}
+}
+
+// take takes the task h should give to l out of h's lists and returns it
+// with its subtopology, or none if h has nothing it may give (everything it
+// runs is pinned, or the learner budget is spent and only stateful tasks
+// are left). In order: a task l has local state for (smallest lag first,
+// rule 8), a stateless task, a stateful task; within a kind, from the
+// subtopology where h holds the most more than l (spread on), or h's first
+// in topology order. The caller moves it.
+func (s *shedder) take(h, l int32) (t, sub int32) {
 	learnOK := s.canLearn()
 	if learnOK {
 		for _, t := range s.warmBy.row(l) {
 			if s.sheddable(t, h) && s.isStateful(t) {
-				return t
+				return t, s.takeWarm(h, t)
 			}
 		}
 	}
-	if t := s.pickFrom(s.segs[s.segStart[h]:s.segMid[h]], h, l); t != none || !learnOK {
-		return t
+	i := s.pickFrom(s.segStart[h], s.segMid[h], h, l)
+	if i == none && learnOK {
+		i = s.pickFrom(s.segMid[h], s.segStart[h+1], h, l)
 	}
-	return s.pickFrom(s.segs[s.segMid[h]:s.segStart[h+1]], h, l)
+	if i == none {
+		return none, none
+	}
+	seg := &s.segs[i]
+	t = seg.head
+	s.advance(seg)
+	if s.spread.on {
+		*s.count(i)--
+	}
+	return t, seg.sub
+}
+
+// takeWarm records that h gives its stateful task t outside the segment
+// order, and returns t's subtopology.
+func (s *shedder) takeWarm(h, t int32) int32 {
+	if s.filtered {
+		s.stale[h] = true
+	}
+	if !s.spread.on {
+		return none
+	}
+	sub := s.sub[t]
+	from := s.segMid[h]
+	// t is movable, so h has a stateful segment of sub.
+	i := from + int32(firstAfter(s.segs[from:s.segStart[h+1]], sub, s.spread.subs)) - 1
+	*s.count(i)--
+	return sub
 }
 
 // firstAfter returns the index of the first of segs, which are in
-// increasing order of subtopology, whose subtopology is above sub
-// (len(segs) if none is).
+// increasing order of subtopology, all below subs, whose subtopology is
+// above sub (len(segs) if none is).
 //
 // A giver's segments are cold when it gives (donors take turns), and a
 // binary search touched a new cache line at almost every step: it was a
 // twentieth of a scale-up. So the search starts where sub would be if the
-// segments' subtopologies were evenly spread, usually a line or two from
-// the answer, and gallops from there, which keeps O(log n) steps however
-// they are spread.
-func firstAfter(segs []segment, sub int32) int {
+// segments' subtopologies were spread evenly over [0, subs), usually a line
+// or two from the answer, and gallops from there, which keeps O(log n)
+// steps however they are spread. (Interpolating between the first and last
+// segments' subtopologies read two more cold lines.)
+func firstAfter(segs []segment, sub, subs int32) int {
 	n := len(segs)
-	if n == 0 || segs[0].sub > sub {
+	if n == 0 {
 		return 0
 	}
-	if segs[n-1].sub <= sub {
-		return n
-	}
-	// Now segs[0].sub <= sub < segs[n-1].sub: the answer is in [1, n-1].
-	first, last := int64(segs[0].sub), int64(segs[n-1].sub)
-	guess := int((int64(sub) - first + 1) * int64(n-1) / (last - first))
-	// Gallop to lo < hi with segs[lo].sub <= sub < segs[hi].sub.
-	lo, hi := guess, guess
+	guess := int(min(max(int64(sub)+1, 0)*int64(n)/int64(max(subs, 1)), int64(n-1)))
+	// Gallop to lo < hi with segs[lo].sub <= sub < segs[hi].sub, where
+	// segs[-1].sub is below and segs[n].sub above every subtopology.
+	lo, hi := guess-1, guess
 	if segs[guess].sub <= sub {
-		for step := 1; segs[hi].sub <= sub; step *= 2 {
-			lo, hi = hi, min(hi+step, n-1)
+		lo, hi = guess, guess+1
+		for step := 1; hi < n && segs[hi].sub <= sub; step *= 2 {
+			lo, hi = hi, min(hi+step, n)
 		}
 	} else {
-		for step := 1; segs[lo].sub > sub; step *= 2 {
-			lo, hi = max(lo-step, 0), lo
+		for step := 1; lo >= 0 && segs[lo].sub > sub; step *= 2 {
+			lo, hi = max(lo-step, -1), lo
 		}
 	}
 	for hi-lo > 1 {
@@ -210,38 +537,38 @@ func firstAfter(segs []segment, sub int32) int {
 	return hi
 }
 
-// pickFrom returns h's best movable task among segs (of one kind), or none.
-// With spread on, the scan starts after the subtopology l received last and
-// wraps around: a receiver then collects subtopologies in turn, so the first
-// candidate usually scores the most h can offer and ends the scan at once.
-func (s *shedder) pickFrom(segs []segment, h, l int32) int32 {
+// pickFrom returns the segment of h's best movable task among
+// segs[from:to] (of one kind), or none. With spread on, the scan starts
+// after the subtopology l received last and wraps around: a receiver then
+// collects subtopologies in turn, so the first candidate usually scores
+// the most h can offer and ends the scan at once.
+func (s *shedder) pickFrom(from, to, h, l int32) int32 {
+	segs := s.segs[from:to]
 	sp := s.spread
 	start := 0
 	if sp.on {
-		start = firstAfter(segs, sp.last[l])
+		start = firstAfter(segs, sp.last[l], sp.subs)
 	}
-	best, bestScore := -1, int32(0)
+	check := !s.filtered || s.stale[h]
+	best, bestScore := int32(none), int32(0)
 	for k := range len(segs) {
 		i := (start + k) % len(segs)
 		seg := &segs[i]
-		for seg.next < seg.end && !s.heldSheddable(s.movable[seg.next], h) {
-			seg.next++
+		for check && seg.head != none && !s.heldSheddable(seg.head, h) {
+			s.advance(seg)
 		}
-		if seg.next == seg.end {
+		if seg.head == none {
 			continue
 		}
 		if !sp.on {
-			return s.movable[seg.next]
+			return from + int32(i)
 		}
-		if score := sp.count(h, seg.sub) - sp.count(l, seg.sub); best < 0 || score > bestScore {
-			best, bestScore = i, score
+		if score := *s.count(from + int32(i)) - sp.count(l, seg.sub); best == none || score > bestScore {
+			best, bestScore = from+int32(i), score
 			if score >= sp.max[h] {
 				break // no subtopology can score more
 			}
 		}
 	}
-	if best < 0 {
-		return none
-	}
-	return s.movable[segs[best].next]
+	return best
 }

@@ -21,12 +21,12 @@ func TestFirstAfter(t *testing.T) {
 				sub += 1 + int32(r.IntN(3))
 			}
 		}
-		q := int32(r.IntN(int(sub)+10)) - 3
+		q := min(int32(r.IntN(int(sub)+10))-3, sub) // -1 (none) up to the bound
 		want := 0
 		for want < len(segs) && segs[want].sub <= q {
 			want++
 		}
-		if got := firstAfter(segs, q); got != want {
+		if got := firstAfter(segs, q, sub+1); got != want {
 			t.Fatalf("firstAfter(%v, %d) = %d, want %d", segs, q, got, want)
 		}
 	}

@@ -49,6 +49,11 @@ func (g *group) placementOrder(tasks []int32) []int32 {
 // subtopologies, more than the tasks themselves, and a cache miss per task
 // to fill; at 1,000 members and 100 subtopologies the binary searches and
 // the pool cost a quarter more time than the table they save.
+//
+// newSpread only lays the counts out; newShedder fills them, member by
+// member, from its pass over each member's planned tasks. While balancing
+// runs, a giver's own counts live in its segments (shed.go), and the table
+// keeps the ones it started with until the giver first receives (set).
 type spread struct {
 	on    bool
 	subs  int32
@@ -64,79 +69,65 @@ type spread struct {
 // subCount is a member's planned task count of one subtopology.
 type subCount struct{ sub, n int32 }
 
-// newSpread counts each member's planned tasks per subtopology: in the
-// dense table directly, or for sparse counts by a counting sort of the
-// planned tasks by member, then one run-length pass per member.
+// newSpread lays out the counts in the layout the group's size calls for,
+// or returns spread off when the tasks have fewer than two subtopologies.
 func (g *group) newSpread() spread {
 	if g.nSubs < 2 {
 		return spread{}
 	}
-	return g.countSpread(len(g.load)*g.nSubs <= 4*len(g.tasks))
+	return g.layOutSpread(len(g.load)*g.nSubs <= 4*len(g.tasks))
 }
 
-// countSpread counts in the dense table or in sparse counts.
-func (g *group) countSpread(dense bool) spread {
+// layOutSpread allocates zero counts: the dense table, or an empty pool
+// that put fills member by member. Receivers that gain a subtopology
+// outgrow their window and move to the end of the pool (see add), so the
+// pool gets half as much again as headroom for them: a scale-up by a tenth
+// of the members at 10,000 x 1,000,000 takes a quarter. Without it each
+// append past the capacity copied the whole pool, 8 MB there.
+func (g *group) layOutSpread(dense bool) spread {
 	members := len(g.load)
 	s := g.scratch
 	sp := spread{on: true, subs: int32(g.nSubs), max: s.int32s.make(members), last: s.int32s.make(members)}
-	for m := range sp.last {
-		sp.last[m] = none
-	}
+	fillNone(sp.last)
 	if dense {
 		sp.dense = s.int32s.make(members * g.nSubs)
-		for t := range g.owner {
-			if p := g.planned(int32(t)); p != none {
-				i := p*sp.subs + g.sub[t]
-				sp.dense[i]++
-				sp.max[p] = max(sp.max[p], sp.dense[i])
-			}
-		}
 		return sp
 	}
 	sp.off, sp.n, sp.room = s.int32s.make(members), s.int32s.make(members), s.int32s.make(members)
-	start := s.int32s.make(members + 1)
-	for t := range g.owner {
-		if p := g.planned(int32(t)); p != none {
-			start[p+1]++
-		}
+	planned := 0 // at most one count per planned task
+	for _, load := range g.load {
+		planned += int(load)
 	}
-	for m := range members {
-		start[m+1] += start[m]
-	}
-	byMember := s.int32s.make(int(start[members]))
-	next := sp.off // scratch until the pool is laid out below
-	copy(next, start)
-	for t := range g.owner {
-		if p := g.planned(int32(t)); p != none {
-			byMember[next[p]] = int32(t)
-			next[p]++
-		}
-	}
-	// At most one count per task; receivers that gain a subtopology
-	// outgrow their window and move to the end of the pool (see add), so
-	// the pool gets half as much again as headroom for them: a scale-up by
-	// a tenth of the members at 10,000 x 1,000,000 takes a quarter. Without
-	// it each append past the capacity copied the whole pool, 8 MB there.
-	sp.pool = s.subCounts.room(len(byMember) + len(byMember)/2)
-	for m := range members {
-		tasks := byMember[start[m]:start[m+1]]
-		if !g.subsInOrder && !slices.IsSortedFunc(tasks, g.bySub) { // tasks are in topology order
-			slices.SortFunc(tasks, g.bySub)
-		}
-		sp.off[m] = int32(len(sp.pool))
-		for i := 0; i < len(tasks); {
-			j := i + 1
-			for j < len(tasks) && g.sub[tasks[j]] == g.sub[tasks[i]] {
-				j++
-			}
-			sp.pool = append(sp.pool, subCount{sub: g.sub[tasks[i]], n: int32(j - i)})
-			sp.max[m] = max(sp.max[m], int32(j-i))
-			i = j
-		}
-		sp.n[m] = int32(len(sp.pool)) - sp.off[m]
-		sp.room[m] = sp.n[m]
-	}
+	sp.pool = s.subCounts.room(planned + planned/2)
 	return sp
+}
+
+// countDense counts every planned task in sp's dense table.
+func (g *group) countDense(sp *spread) {
+	for t := range g.owner {
+		if p := g.planned(int32(t)); p != none {
+			i := p*sp.subs + g.sub[t]
+			sp.dense[i]++
+			sp.max[p] = max(sp.max[p], sp.dense[i])
+		}
+	}
+}
+
+// put sets m's count of sub to n, m having none yet. With sparse counts,
+// members must come one after another, each with its subtopologies in
+// increasing order.
+func (sp *spread) put(m, sub, n int32) {
+	sp.max[m] = max(sp.max[m], n)
+	if sp.dense != nil {
+		sp.dense[m*sp.subs+sub] = n
+		return
+	}
+	if sp.n[m] == 0 {
+		sp.off[m] = int32(len(sp.pool))
+	}
+	sp.pool = append(sp.pool, subCount{sub: sub, n: n})
+	sp.n[m]++
+	sp.room[m]++
 }
 
 // find returns the position in the pool of m's count of sub, or where it
@@ -157,18 +148,25 @@ func (sp *spread) count(m, sub int32) int32 {
 	return 0
 }
 
-// moved records that a task of sub moved from h to l.
-func (sp *spread) moved(sub, h, l int32) {
+// set sets m's count of sub, a subtopology m was counted for, to n.
+func (sp *spread) set(m, sub, n int32) {
+	if sp.dense != nil {
+		sp.dense[m*sp.subs+sub] = n
+		return
+	}
+	if i, ok := sp.find(m, sub); ok { // always: m held a task of sub
+		sp.pool[i].n = n // a count of zero stays; count reads it the same
+	}
+}
+
+// received records that l received a task of sub.
+func (sp *spread) received(sub, l int32) {
 	sp.last[l] = sub
 	if sp.dense != nil {
-		sp.dense[h*sp.subs+sub]--
 		i := l*sp.subs + sub
 		sp.dense[i]++
 		sp.max[l] = max(sp.max[l], sp.dense[i])
 		return
-	}
-	if i, ok := sp.find(h, sub); ok { // always: h planned the task
-		sp.pool[i].n-- // a count of zero stays; count reads it the same
 	}
 	i, ok := sp.find(l, sub)
 	if !ok {
