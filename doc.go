@@ -21,7 +21,8 @@
 // AssignIndexed is Assign for a leader whose reports arrive with tasks named
 // by their index in the topology (IndexedMember; the wire package decodes
 // them so): the same rules from the same code, answers by index
-// (IndexedAssignment), and no task ID built or looked up.
+// (IndexedAssignment), and no task ID built or looked up. MemberByID and
+// AssignmentByID turn either back into IDs, for logs and hooks.
 //
 // # The rules in brief
 //

@@ -1,5 +1,11 @@
 package learner
 
+import (
+	"fmt"
+
+	"github.com/learnerassignor/learner/internal/errtext"
+)
+
 // IndexedMember is a MemberMetadata whose tasks are named by their index in
 // the Assignor's topology (their position in Tasks, as TaskIndex gives it)
 // instead of by ID, for AssignIndexed. A leader whose reports arrive as
@@ -108,4 +114,63 @@ func (in reports) id(i int) string {
 		return in.byID[i].ID
 	}
 	return in.byIndex[i].ID
+}
+
+// MemberByID returns m as a report by task ID, as Assign takes it: each
+// index as its task's ID, Stale after Revoked. With AssignmentByID it
+// serves logs, hooks and code written against MemberMetadata. An index
+// outside the topology is an error wrapping ErrInvalidMember.
+func (a *Assignor) MemberByID(m IndexedMember) (MemberMetadata, error) {
+	n := namer{tasks: a.tasks, whose: "member " + errtext.Quote(m.ID)}
+	out := MemberMetadata{ID: m.ID, Assigned: n.ids("assigned", m.Assigned), Revoked: n.ids("revoked", m.Revoked, m.Stale...),
+		Learning: n.ids("learning", m.Learning), Ready: n.ids("ready", m.Ready), Standby: n.ids("standby", m.Standby),
+		Leaving: m.Leaving, Capacity: m.Capacity, Rack: m.Rack}
+	for _, l := range m.Lag {
+		if id, ok := n.id("lag", l.Task); ok {
+			out.Lag = append(out.Lag, TaskLag{Task: id, Lag: l.Lag})
+		}
+	}
+	return out, n.err
+}
+
+// AssignmentByID returns as by task ID, as Assign gives it: each index as
+// its task's ID, nil lists for empty ones, Stale after Revoked. An index
+// outside the topology is an error wrapping ErrInvalidMember.
+func (a *Assignor) AssignmentByID(as IndexedAssignment) (Assignment, error) {
+	n := namer{tasks: a.tasks, whose: "assignment of member " + errtext.Quote(as.MemberID)}
+	out := Assignment{MemberID: as.MemberID, Assigned: n.ids("assigned", as.Assigned), Revoked: n.ids("revoked", as.Revoked, as.Stale...),
+		Learning: n.ids("learning", as.Learning), Learned: n.ids("learned", as.Learned), Standby: n.ids("standby", as.Standby)}
+	return out, n.err
+}
+
+// namer names tasks by ID for MemberByID and AssignmentByID; err keeps the
+// first index outside the topology.
+type namer struct {
+	tasks []Task
+	whose string
+	err   error
+}
+
+// ids returns the IDs of the tasks at idx followed by more, nil for none.
+func (n *namer) ids(list string, idx []int32, more ...string) []string {
+	if len(idx)+len(more) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(idx)+len(more))
+	for _, t := range idx {
+		if id, ok := n.id(list, t); ok {
+			out = append(out, id)
+		}
+	}
+	return append(out, more...)
+}
+
+func (n *namer) id(list string, t int32) (string, bool) {
+	if t < 0 || int(t) >= len(n.tasks) {
+		if n.err == nil {
+			n.err = fmt.Errorf("learner: %s: task index %d in %s is outside the topology's %d tasks: %w", n.whose, t, list, len(n.tasks), ErrInvalidMember)
+		}
+		return "", false
+	}
+	return n.tasks[t].ID, true
 }

@@ -41,14 +41,14 @@ func TestAssignIndexedAgrees(t *testing.T) {
 		if wantErr == nil { // any order gives the same answer; with an error, the first malformed member's
 			r.Shuffle(len(indexed), func(i, j int) { indexed[i], indexed[j] = indexed[j], indexed[i] })
 		}
-		before := learnertest.IndexedMembers(g.Tasks, learnertest.MembersByID(g.Tasks, indexed))
+		before := learnertest.IndexedMembers(g.Tasks, membersByID(t, a, indexed))
 		got, err := a.AssignIndexed(indexed)
 		where := fmt.Sprintf("group %d (LEARNER_SEED=%d), %s:\n%s", i, seed, what, g)
-		require.Equal(t, before, learnertest.IndexedMembers(g.Tasks, learnertest.MembersByID(g.Tasks, indexed)), "AssignIndexed(%s) changed its input", where)
+		require.Equal(t, before, learnertest.IndexedMembers(g.Tasks, membersByID(t, a, indexed)), "AssignIndexed(%s) changed its input", where)
 		if wantErr == nil {
 			require.False(t, corrupt, "Assign accepted %s", where)
 			require.NoError(t, err, "AssignIndexed(%s)", where)
-			require.Equal(t, want, learnertest.AssignmentsByID(g.Tasks, got), "AssignIndexed(%s) by ID, want Assign's answer", where)
+			require.Equal(t, want, assignmentsByID(t, a, got), "AssignIndexed(%s) by ID, want Assign's answer", where)
 			continue
 		}
 		corrupted++
@@ -128,7 +128,6 @@ func FuzzAssignIndexed(f *testing.F) {
 	a, err := New([]Task{{ID: "0_0", Stateful: true}, {ID: "0_1", Stateful: true}, {ID: "0_2"}, {ID: "x", Stateful: true}},
 		Options{Standbys: 1, AcceptableLag: 5})
 	require.NoError(f, err)
-	tasks := a.Tasks()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var members []IndexedMember
 		for i, x := range data {
@@ -161,9 +160,46 @@ func FuzzAssignIndexed(f *testing.F) {
 			require.ErrorIs(t, err, ErrInvalidMember, "AssignIndexed(%+v)", members)
 			return
 		}
-		byID := learnertest.MembersByID(tasks, members)
+		byID := membersByID(t, a, members)
 		want, err := a.Assign(byID)
 		require.NoError(t, err, "Assign(%+v), whose indexed form AssignIndexed accepts", byID)
-		require.Equal(t, want, learnertest.AssignmentsByID(tasks, out), "AssignIndexed(%+v) by ID, want Assign's answer", members)
+		require.Equal(t, want, assignmentsByID(t, a, out), "AssignIndexed(%+v) by ID, want Assign's answer", members)
 	})
+}
+
+// membersByID returns indexed reports by task ID.
+func membersByID(t testing.TB, a *Assignor, in []IndexedMember) []MemberMetadata {
+	out := make([]MemberMetadata, len(in))
+	for i, m := range in {
+		var err error
+		out[i], err = a.MemberByID(m)
+		require.NoError(t, err, "MemberByID(%+v)", m)
+	}
+	return out
+}
+
+// assignmentsByID returns assignments by task ID.
+func assignmentsByID(t testing.TB, a *Assignor, in []IndexedAssignment) []Assignment {
+	out := make([]Assignment, len(in))
+	for i, as := range in {
+		var err error
+		out[i], err = a.AssignmentByID(as)
+		require.NoError(t, err, "AssignmentByID(%+v)", as)
+	}
+	return out
+}
+
+// TestByIDNamesIndexOutside checks that MemberByID and AssignmentByID
+// name what they cannot convert instead of panicking.
+func TestByIDNamesIndexOutside(t *testing.T) {
+	a, err := New([]Task{{ID: "0_0", Stateful: true}, {ID: "0_1"}}, Options{})
+	require.NoError(t, err)
+	m, err := a.MemberByID(IndexedMember{ID: "S1", Assigned: []int32{1}, Revoked: []int32{0}, Stale: []string{"9_9"}, Lag: []IndexedLag{{Task: 0, Lag: 3}}})
+	require.NoError(t, err)
+	require.Equal(t, MemberMetadata{ID: "S1", Assigned: []string{"0_1"}, Revoked: []string{"0_0", "9_9"}, Lag: []TaskLag{{Task: "0_0", Lag: 3}}}, m, "MemberByID")
+	_, err = a.MemberByID(IndexedMember{ID: "S1", Lag: []IndexedLag{{Task: 2}}})
+	require.ErrorIs(t, err, ErrInvalidMember)
+	require.EqualError(t, err, `learner: member "S1": task index 2 in lag is outside the topology's 2 tasks: invalid member metadata`)
+	_, err = a.AssignmentByID(IndexedAssignment{MemberID: "S2", Learned: []int32{-1}})
+	require.EqualError(t, err, `learner: assignment of member "S2": task index -1 in learned is outside the topology's 2 tasks: invalid member metadata`)
 }

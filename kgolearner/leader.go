@@ -113,7 +113,12 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	if b.hooks.Rebalanced != nil {
 		// Only the Round needs the reports and the plan by ID, and before
 		// hand-over edits the plan's lists.
-		round.Members, round.Planned = b.reports(members), b.assignments(out)
+		if round.Members, err = byID(members, b.assignor.MemberByID); err != nil {
+			return nil, err
+		}
+		if round.Planned, err = byID(out, b.assignor.AssignmentByID); err != nil {
+			return nil, err
+		}
 	}
 	memberOf := make([]int32, len(out)) // output -> member
 	for i, as := range out {
@@ -141,7 +146,9 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	}
 	slices.SortFunc(plan, func(x, y kmsg.SyncGroupRequestGroupAssignment) int { return strings.Compare(x.MemberID, y.MemberID) })
 	if b.hooks.Rebalanced != nil {
-		round.Assignments = b.assignments(h.sent)
+		if round.Assignments, err = byID(h.sent, b.assignor.AssignmentByID); err != nil {
+			return nil, err
+		}
 		for t, task := range b.topo.tasks {
 			if h.deferred[t] != notDeferred {
 				round.Deferred = append(round.Deferred, task.ID)
@@ -457,35 +464,24 @@ func (s *taskMarks) get(t int) (uint8, bool) {
 // sent (Assign's plan with the deferrals applied, every list by index,
 // ascending), and by task index, which tasks were deferred. The leader
 // sends active tasks as partitions and the tags by index: task IDs are
-// built only for the Round (Balancer.assignments).
+// built only for the Round (byID).
 type handOff struct {
 	sent     []learner.IndexedAssignment
 	deferred []deferral
 }
 
-// reports returns members as reports by ID, for the Round: a task the
-// topology lacks that a member holds is in its Revoked.
-func (b *Balancer) reports(members []learner.IndexedMember) []learner.MemberMetadata {
-	out := make([]learner.MemberMetadata, len(members))
-	for i, m := range members {
-		out[i] = learner.MemberMetadata{ID: m.ID, Assigned: b.ids(m.Assigned), Revoked: append(b.ids(m.Revoked), m.Stale...),
-			Learning: b.ids(m.Learning), Ready: b.ids(m.Ready), Standby: b.ids(m.Standby), Leaving: m.Leaving, Capacity: m.Capacity, Rack: m.Rack}
-		for _, l := range m.Lag {
-			out[i].Lag = append(out[i].Lag, learner.TaskLag{Task: b.topo.tasks[l.Task].ID, Lag: l.Lag})
+// byID converts the Round's reports and plans to task IDs with the
+// Assignor's own conversion (MemberByID, AssignmentByID). The indices come
+// from AssignIndexed, which checked them: an error here is a bug.
+func byID[T, U any](in []T, conv func(T) (U, error)) ([]U, error) {
+	out := make([]U, len(in))
+	for i, x := range in {
+		var err error
+		if out[i], err = conv(x); err != nil {
+			return nil, fmt.Errorf("kgolearner: %w", err)
 		}
 	}
-	return out
-}
-
-// assignments returns assignments by index as Assign gives them: every
-// list as IDs, Revoked followed by Stale.
-func (b *Balancer) assignments(in []learner.IndexedAssignment) []learner.Assignment {
-	out := make([]learner.Assignment, len(in))
-	for i, as := range in {
-		out[i] = learner.Assignment{MemberID: as.MemberID, Assigned: b.ids(as.Assigned), Revoked: append(b.ids(as.Revoked), as.Stale...),
-			Learning: b.ids(as.Learning), Learned: b.ids(as.Learned), Standby: b.ids(as.Standby)}
-	}
-	return out
+	return out, nil
 }
 
 // handOver applies Kafka's constraint to Assign's result: a partition goes
@@ -621,18 +617,6 @@ func merge(x, y []int32) []int32 {
 		}
 	}
 	return append(append(out, x...), y...)
-}
-
-// ids returns the IDs of tasks (indices); empty is nil.
-func (b *Balancer) ids(tasks []int32) []string {
-	if len(tasks) == 0 {
-		return nil
-	}
-	out := make([]string, len(tasks))
-	for k, t := range tasks {
-		out[k] = b.topo.tasks[t].ID
-	}
-	return out
 }
 
 // deferral is what handOver did with a task Assign moved.
