@@ -514,6 +514,10 @@ type Status struct {
 	// catching up with their changelog; Learning and Standby the tasks it
 	// replays beside their owners. Each in task order.
 	Active, Restoring, Learning, Standby []string
+	// Lag is, for each learner and standby task whose changelog end has
+	// been listed (every Config.LagInterval), the records it had left to
+	// replay then; a task not listed yet is absent.
+	Lag map[string]int64
 }
 
 // Status returns what the member does now.
@@ -522,7 +526,8 @@ func (r *Runtime) Status() Status {
 	defer r.mu.Unlock()
 	var s Status
 	for _, t := range r.topo.Tasks() {
-		switch rt := r.tasks[t.ID]; rt.role {
+		rt := r.tasks[t.ID]
+		switch rt.role {
 		case roleActive:
 			s.Active = append(s.Active, t.ID)
 			if !rt.running {
@@ -532,6 +537,12 @@ func (r *Runtime) Status() Status {
 			s.Learning = append(s.Learning, t.ID)
 		case roleStandby:
 			s.Standby = append(s.Standby, t.ID)
+		}
+		if (rt.role == roleLearner || rt.role == roleStandby) && !rt.endAt.IsZero() {
+			if s.Lag == nil {
+				s.Lag = map[string]int64{}
+			}
+			s.Lag[t.ID] = max(0, rt.end-rt.restored)
 		}
 	}
 	return s
