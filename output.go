@@ -27,6 +27,9 @@ func (g *group) output() []Assignment {
 	}
 	g.fill(&l, buf, nil)
 	for m := range int32(len(out)) {
+		if l.asListed[m] {
+			copy(out[m].Assigned, g.in.byID[g.byRank[m]].Assigned)
+		}
 		if unknown := g.unknown[m]; len(unknown) > 0 { // after the topology's tasks fill put there
 			i := int(m)*outLists + outRevoked
 			copy(buf[l.next[i]:], sortedIDs(unknown))
@@ -51,6 +54,11 @@ func (g *group) outputIndexed() []IndexedAssignment {
 		}
 	}
 	g.fill(&l, nil, buf)
+	for m := range out {
+		if l.asListed[m] {
+			copy(out[m].Assigned, g.in.byIndex[g.byRank[m]].Assigned)
+		}
+	}
 	return out
 }
 
@@ -70,6 +78,14 @@ type outLayout struct {
 	// lost are the revoked tasks of the topology, member by member; the
 	// first lostN[m] of what remains are member m's.
 	lost, lostN []int32
+	// asListed[m] reports that m's Assigned is the Assigned list it
+	// reported (group.heldAsListed, and m kept all of it and gained
+	// nothing): output copies that list instead of fill writing it task by
+	// task. In a stable group that is every member, and the copy reads
+	// and writes in order where fill's writes scatter over every member's
+	// list. The Assigned strings of Assign's output are then the caller's
+	// own (equal to the topology's: a lookup matches an ID exactly).
+	asListed []bool
 }
 
 // layout counts every member's lists. withUnknown leaves room in Revoked
@@ -107,11 +123,13 @@ func (g *group) layout(withUnknown bool) outLayout {
 	// member keeps owned-minus-gained of its held tasks, and one that keeps
 	// them all has none revoked and its held row is not read. That skips a
 	// random read per held task in every group where nothing is revoked.
-	l := outLayout{count: count, lostN: gained} // gained is read before lostN overwrites it
+	l := outLayout{count: count, lostN: gained, asListed: g.scratch.bools.make(n)} // gained is read before lostN overwrites it
 	for m := range int32(n) {
 		row := g.held.row(m)
 		lostN := int32(0)
-		if g.contested || int32(len(row)) != count[int(m)*outLists+outAssigned]-gained[m] {
+		keepsAll := !g.contested && int32(len(row)) == count[int(m)*outLists+outAssigned]-gained[m]
+		l.asListed[m] = keepsAll && gained[m] == 0 && g.heldAsListed[m]
+		if !keepsAll {
 			from := len(l.lost)
 			for _, t := range row {
 				if g.owner[t] != m {
@@ -164,11 +182,14 @@ func (g *group) fill(l *outLayout, ids []string, idx []int32) {
 		}
 		next[i]++
 	}
+	asListed := l.asListed
 	for t, o := range g.owner {
 		if o == none {
 			continue
 		}
-		put(o, outAssigned, int32(t))
+		if !asListed[o] {
+			put(o, outAssigned, int32(t))
+		}
 		if lr := g.learner[t]; lr != none {
 			put(o, outLearned, int32(t))
 			put(lr, outLearning, int32(t))
