@@ -117,6 +117,11 @@ type outLayout struct {
 	gained     []int32 // filled by fill, gainedNext[m] its next slot for m
 	gainedFrom []int32
 	gainedNext []int32
+	// perTask reports that fill's pass over every task writes something:
+	// some member is not asListed or gained a task, or some task has a
+	// learner. In a stable group it has nothing to write, and skipping it
+	// saves a read of three per-task arrays.
+	perTask bool
 }
 
 // gainedBy returns the tasks asListed member m gained, as fill found them.
@@ -187,6 +192,10 @@ func (g *group) layout(withUnknown bool) outLayout {
 		}
 	}
 	l.gainedFrom[n] = gainedN
+	l.perTask = gainedN > 0 || slices.Contains(l.asListed, false)
+	for m := range n {
+		l.perTask = l.perTask || count[m*outLists+outLearned] > 0
+	}
 	l.gained = g.scratch.int32s.make(int(gainedN))
 	l.gainedNext = append(g.scratch.int32s.room(n), l.gainedFrom[:n]...)
 	l.next = g.scratch.int32s.make(n * outLists)
@@ -227,20 +236,22 @@ func (g *group) fill(l *outLayout, ids []string, idx []int32) {
 		}
 		next[i]++
 	}
-	asListed, gained, gainedNext := l.asListed, l.gained, l.gainedNext
-	for t, o := range g.owner {
-		if o == none {
-			continue
-		}
-		if !asListed[o] {
-			put(o, outAssigned, int32(t))
-		} else if g.fixed[t] { // gained: merged in by mergeListed
-			gained[gainedNext[o]] = int32(t)
-			gainedNext[o]++
-		}
-		if lr := g.learner[t]; lr != none {
-			put(o, outLearned, int32(t))
-			put(lr, outLearning, int32(t))
+	if l.perTask { // else it has nothing to write
+		asListed, gained, gainedNext := l.asListed, l.gained, l.gainedNext
+		for t, o := range g.owner {
+			if o == none {
+				continue
+			}
+			if !asListed[o] {
+				put(o, outAssigned, int32(t))
+			} else if g.fixed[t] { // gained: merged in by mergeListed
+				gained[gainedNext[o]] = int32(t)
+				gainedNext[o]++
+			}
+			if lr := g.learner[t]; lr != none {
+				put(o, outLearned, int32(t))
+				put(lr, outLearning, int32(t))
+			}
 		}
 	}
 	for t := range g.sbHave {
