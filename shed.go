@@ -325,11 +325,12 @@ const (
 // Segments get their counts from countField, with twins from s.segs[twin]
 // on (m's stateless segments, when appending its stateful ones).
 //
-// It runs once per dealt task, so the lists are appended to in locals:
-// appending to s's fields stored their headers back at every task.
+// It runs once per dealt task, so the lists and m's counts are appended
+// to in locals: appending to s's fields stored their headers back at
+// every task, and counting through put stored three of m's fields.
 func (s *shedder) layOut(m int32, dealt []dealtTask, count, give bool, kind uint32, twin int32) {
 	sp := s.spread
-	movable, segs := s.movable, s.segs
+	movable, segs, counts, most := s.movable, s.segs, sp.pool, int32(0)
 	twinEnd := int32(len(segs))
 	for i := 0; i < len(dealt); {
 		sub := dealt[i].word >> dealShift
@@ -339,9 +340,21 @@ func (s *shedder) layOut(m int32, dealt []dealtTask, count, give bool, kind uint
 		}
 		n := int32(j - i)
 		if count {
-			sp.put(m, int32(sub), n)
+			most = max(most, n)
+			if sp.dense != nil {
+				sp.dense[m*sp.subs+int32(sub)] = n
+			} else {
+				counts = append(counts, subCount{sub: int32(sub), n: n})
+			}
 		}
 		if give {
+			if d := dealt[i]; j == i+1 && d.word&dealMovable != 0 && d.word&dealStateful == kind {
+				// A run of one task, the usual one in a large group:
+				// its segment holds it, no need to list it.
+				segs = append(segs, segment{sub: int32(sub), n: s.countField(int32(sub), n, &twin, twinEnd), head: int32(d.task), next: none})
+				i = j
+				continue
+			}
 			first := int32(len(movable))
 			for _, d := range dealt[i:j] {
 				if d.word&dealMovable != 0 && d.word&dealStateful == kind {
@@ -355,6 +368,9 @@ func (s *shedder) layOut(m int32, dealt []dealtTask, count, give bool, kind uint
 		i = j
 	}
 	s.movable, s.segs = movable, segs
+	if count {
+		sp.putAll(m, counts, most)
+	}
 }
 
 // countField returns the n of a giver's segment of sub being laid out:
