@@ -598,6 +598,16 @@ func (p Phase) plus(q Phase) Phase {
 		RebalanceTime: p.RebalanceTime + q.RebalanceTime, Took: p.Took + q.Took}
 }
 
+// stableWithin bounds a wait for a stable group. The longest wait is the
+// start, where every task and every standby restores cold at once, so the
+// bound grows with the state: 3 minutes a million keys a task (the start
+// took 80 s at a million keys with one standby on a quiet machine), and
+// never less than 3 minutes. Keys are capped at 2^30 so that no -keys
+// overflows the product.
+func (c Config) stableWithin() time.Duration {
+	return max(3*time.Minute, time.Duration(min(c.KeysPerTask, 1<<30)/1000)*180*time.Millisecond)
+}
+
 // waitStable waits until the tasks are spread evenly over the live
 // members, every task runs (none restoring), no member learns, every task
 // has its standbys caught up, and no rebalance happened for Settle. The
@@ -606,7 +616,8 @@ func (p Phase) plus(q Phase) Phase {
 // recovery instead of the script's (one run of the learner with one
 // standby lost 58 task-s that way, against 45 when they had caught up).
 func (h *harness) waitStable(ctx context.Context) error {
-	deadline := time.Now().Add(3 * time.Minute)
+	limit := h.cfg.stableWithin()
+	deadline := time.Now().Add(limit)
 	var why string
 	for {
 		h.mu.Lock()
@@ -651,7 +662,7 @@ func (h *harness) waitStable(ctx context.Context) error {
 		why = fmt.Sprintf("%d of %d tasks running, %d learning, %d to %d a member, %d of %d tasks with %d standbys caught up",
 			running, h.cfg.Tasks, learning, low, high, covered, h.cfg.Tasks, want)
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not stable after 3 minutes: %s", why)
+			return fmt.Errorf("not stable after %v: %s", limit, why)
 		}
 		select {
 		case <-ctx.Done():
