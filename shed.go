@@ -30,6 +30,9 @@ type shedder struct {
 	// candidate of a giver whose lists are not filtered or are stale.
 	filtered bool
 	stale    []bool
+	// countRuns is set when copyRows counts each member's runs of its
+	// held row into the dense counts instead of countDense (see there).
+	countRuns bool
 }
 
 // segment is a run of one giver's movable tasks of one kind (segMid
@@ -143,9 +146,14 @@ func newShedder(g *group, sp *spread, gives []bool) shedder {
 // passes than it saved: balancing alone took 1.2-1.4x as long at 1,000
 // members and 100,000 tasks.
 func (s *shedder) deal() {
-	if s.dealHeld() {
-		return
+	if !s.dealHeld() {
+		s.dealPlanned()
 	}
+}
+
+// dealPlanned is deal's general way: it deals every planned task, from
+// the per-task arrays, to its member (dealTasks), and lays them out.
+func (s *shedder) dealPlanned() {
 	g := s.group
 	n := len(g.load)
 	sc := g.scratch
@@ -267,14 +275,12 @@ func (s *shedder) dealTasks(size []int32) (deal []dealtTask, at []int32, movable
 // tasks it costs half of what dealTasks did (instructions plus weighted
 // cache misses). A scale-up is the event that balances the most, and with
 // nothing learned or placed its rows are exactly the planned tasks, which
-// the checks below establish: resolveLearners, placeOrphans and
-// handOverLeaving leave a learner only where they count one in
-// learnersInFlight, and every placement marks its task fixed. (With dense
-// counts it measured the same as copyRows, at 1,000 members and 100,000
-// tasks, so copyRows keeps that case.)
+// heldIsPlanned establishes. (With dense counts it measured the same as
+// copyRows, at 1,000 members and 100,000 tasks, so copyRows keeps that
+// case.)
 func (s *shedder) dealHeld() bool {
 	g, gives := s.group, s.live
-	if g.contested || g.learnersInFlight != 0 || !g.subsInOrder || slices.Contains(g.fixed, true) {
+	if !g.heldIsPlanned() {
 		return false
 	}
 	movable, longest := 0, 0
@@ -304,6 +310,16 @@ func (s *shedder) dealHeld() bool {
 		return buf
 	})
 	return true
+}
+
+// heldIsPlanned reports whether each member's held row is its planned
+// tasks in subtopology order: no task was contested, learned or placed
+// this round (a scale-up), and subtopologies follow topology order, in
+// which ingest sorted the rows. resolveLearners, placeOrphans and
+// handOverLeaving leave a learner only where they count one in
+// learnersInFlight, and every placement marks its task fixed.
+func (g *group) heldIsPlanned() bool {
+	return !g.contested && g.learnersInFlight == 0 && g.subsInOrder && !slices.Contains(g.fixed, true)
 }
 
 // dealtTask is a task dealt to the member that plans it: the task, and
@@ -404,7 +420,14 @@ func (s *shedder) countField(sub, count int32, twin *int32, twinEnd int32) int32
 // row and the only per-task read is its subtopology, to cut segments.
 func (s *shedder) copyRows() {
 	g, gives := s.group, s.live
-	if s.spread.on {
+	// In a scale-up of a topology with one kind of task, a giver's row is
+	// its planned tasks and each run of one subtopology in it, which
+	// cutSegments reads anyway, is its whole count: counting runs, and
+	// the few other members' rows apart, replaces countDense's pass over
+	// every task and its scattered increments (cachegrind of a scale-up at
+	// 1,000 members and 100,000 tasks: balancing 13% cheaper).
+	s.countRuns = s.spread.on && (g.stateless == 0 || g.stateless == len(g.tasks)) && g.heldIsPlanned()
+	if s.spread.on && !s.countRuns {
 		g.countDense(s.spread)
 	}
 	n := len(g.load)
@@ -444,6 +467,8 @@ func (s *shedder) copyRows() {
 				s.segMid[m] = int32(len(s.segs))
 				s.cutSegments(m, mid, int32(len(s.movable)), first)
 			}
+		} else if s.countRuns {
+			s.countRow(m)
 		}
 		s.segStart[m+1] = int32(len(s.segs))
 	}
@@ -483,8 +508,29 @@ func (s *shedder) cutSegments(m, from, to, first int32) {
 		for j < to && s.sub[s.movable[j]] == sub {
 			j++
 		}
-		n := s.countField(sub, s.spread.dense[m*s.spread.subs+sub], &twin, twinEnd)
+		var n int32
+		if s.countRuns {
+			n = j - i
+			s.spread.putDense(m, sub, n)
+		} else {
+			n = s.countField(sub, s.spread.dense[m*s.spread.subs+sub], &twin, twinEnd)
+		}
 		s.segs = append(s.segs, newSegment(sub, n, s.movable, i, j))
+		i = j
+	}
+}
+
+// countRow counts the runs of one subtopology in member m's held row into
+// the dense counts (see countRuns).
+func (s *shedder) countRow(m int32) {
+	row := s.held.row(m)
+	for i := 0; i < len(row); {
+		sub := s.sub[row[i]]
+		j := i + 1
+		for j < len(row) && s.sub[row[j]] == sub {
+			j++
+		}
+		s.spread.putDense(m, sub, int32(j-i))
 		i = j
 	}
 }

@@ -34,13 +34,15 @@ func TestFirstAfter(t *testing.T) {
 	}
 }
 
-// TestShedLayoutsAgree checks that the three ways newShedder lays out the
-// givers' movable tasks (dealHeld from the held rows, deal, copyRows) give
-// every member the same spread counts and each giver the same segments:
-// the same subtopologies, counts and tasks in the same order, the same
-// kinds split at the same place. Assign takes
-// dealHeld whenever it applies (nothing contested, learned or placed, and
-// subtopologies in topology order), so the others are driven directly.
+// TestShedLayoutsAgree checks that the ways newShedder lays out the
+// givers' movable tasks give every member the same spread counts and each
+// giver the same segments (the same subtopologies, counts and tasks in the
+// same order, the kinds split at the same place): dealHeld from the held
+// rows, dealPlanned from the per-task arrays, and copyRows, which counts
+// the rows' runs in a topology of one kind of task (countRuns) and
+// otherwise calls countDense. The groups here have nothing learned,
+// placed or contested, so Assign would take dealHeld or counted runs;
+// each way is driven directly.
 func TestShedLayoutsAgree(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 16))
 	for round := range 300 {
@@ -50,15 +52,15 @@ func TestShedLayoutsAgree(t *testing.T) {
 		for m := range gives {
 			gives[m] = !g.leaving[m] && r.IntN(3) > 0
 		}
-		layouts := map[string]func(*shedder){"deal": (*shedder).deal, "copyRows": (*shedder).copyRows,
+		layouts := map[string]func(*shedder){"dealPlanned": (*shedder).dealPlanned, "copyRows": (*shedder).copyRows,
 			"dealHeld": func(s *shedder) {
 				if !s.dealHeld() {
 					t.Fatalf("round %d: dealHeld declined a group with nothing learned, placed or contested", round)
 				}
 			}}
 		var want []string
-		for _, name := range []string{"dealHeld", "deal", "copyRows"} {
-			sp := g.layOutSpread(name != "deal")
+		for _, name := range []string{"dealHeld", "dealPlanned", "copyRows"} {
+			sp := g.layOutSpread(name != "dealPlanned")
 			s := shedder{group: g, spread: &sp, live: append([]bool(nil), gives...),
 				segStart: make([]int32, members+1), segMid: make([]int32, members)}
 			layouts[name](&s)

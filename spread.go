@@ -126,6 +126,12 @@ func (sp *spread) putAll(m int32, pool []subCount, most int32) {
 	sp.pool = pool
 }
 
+// putDense sets m's count of sub to n in the dense table.
+func (sp *spread) putDense(m, sub, n int32) {
+	sp.dense[m*sp.subs+sub] = n
+	sp.max[m] = max(sp.max[m], n)
+}
+
 // find returns the position in the pool of m's count of sub, or where it
 // would go, and whether m has one.
 func (sp *spread) find(m, sub int32) (int, bool) {
