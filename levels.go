@@ -51,17 +51,20 @@ func newRisingQueue(load, members []int32) *risingQueue {
 	return q
 }
 
-// collect makes the lowest load among the members the current level.
+// collect makes the lowest load among the members the current level. It
+// passes over every member once per level, so it works in locals: through
+// q, the level and the list's header were stored back at every member.
 func (q *risingQueue) collect() {
-	q.cur, q.at = q.cur[:0], 0
+	load, cur, level := q.load, q.cur[:0], int32(0)
 	for _, m := range q.members {
-		switch l := q.load[m]; {
-		case len(q.cur) == 0 || l < q.level:
-			q.level, q.cur = l, append(q.cur[:0], m)
-		case l == q.level:
-			q.cur = append(q.cur, m)
+		switch l := load[m]; {
+		case len(cur) == 0 || l < level:
+			level, cur = l, append(cur[:0], m)
+		case l == level:
+			cur = append(cur, m)
 		}
 	}
+	q.cur, q.at, q.level = cur, 0, level
 }
 
 func (q *risingQueue) top() int32 {

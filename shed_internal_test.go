@@ -1,7 +1,9 @@
 package learner
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -30,4 +32,84 @@ func TestFirstAfter(t *testing.T) {
 			t.Fatalf("firstAfter(%v, %d) = %d, want %d", segs, q, got, want)
 		}
 	}
+}
+
+// TestShedLayoutsAgree checks that the ways newShedder lays out the
+// givers' movable tasks give every member the same spread counts and each
+// giver the same segments (the same subtopologies, counts and tasks in the
+// same order, the kinds split at the same place): dealHeld from the held
+// rows, dealPlanned from the per-task arrays, and copyRows, which counts
+// the rows' runs in a topology of one kind of task (countRuns) and
+// otherwise calls countDense. The groups here have nothing learned,
+// placed or contested, so Assign would take dealHeld or counted runs;
+// each way is driven directly.
+func TestShedLayoutsAgree(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 16))
+	for round := range 300 {
+		g, _ := subtopologyGroup(t, r, round, false, true)
+		members := len(g.load)
+		gives := make([]bool, members)
+		for m := range gives {
+			gives[m] = !g.leaving[m] && r.IntN(3) > 0
+		}
+		layouts := map[string]func(*shedder){"dealPlanned": (*shedder).dealPlanned, "copyRows": (*shedder).copyRows,
+			"dealHeld": func(s *shedder) {
+				if !s.dealHeld() {
+					t.Fatalf("round %d: dealHeld declined a group with nothing learned, placed or contested", round)
+				}
+			}}
+		var want []string
+		for _, name := range []string{"dealHeld", "dealPlanned", "copyRows"} {
+			sp := g.layOutSpread(name != "dealPlanned")
+			s := shedder{group: g, spread: &sp, live: append([]bool(nil), gives...),
+				segStart: make([]int32, members+1), segMid: make([]int32, members)}
+			layouts[name](&s)
+			got := shedLayout(&s)
+			if want == nil {
+				want = got
+				continue
+			}
+			for m := range want {
+				if got[m] != want[m] {
+					t.Fatalf("round %d: member %d's segments by %s:\n%s\nby dealHeld:\n%s", round, m, name, got[m], want[m])
+				}
+			}
+		}
+	}
+}
+
+// shedLayout describes each member's spread counts and, for a giver, its
+// segments: subtopology, count and tasks, with "|" where its stateful
+// ones start.
+func shedLayout(s *shedder) []string {
+	out := make([]string, len(s.load))
+	for m := range int32(len(s.load)) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "max %d counts", s.spread.max[m])
+		for sub := range s.spread.subs {
+			fmt.Fprintf(&b, " %d", s.spread.count(m, sub))
+		}
+		b.WriteString(": ")
+		if !s.live[m] {
+			out[m] = b.String()
+			continue
+		}
+		for i := s.segStart[m]; i < s.segStart[m+1]; i++ {
+			if i == s.segMid[m] {
+				b.WriteString("| ")
+			}
+			seg := s.segs[i]
+			fmt.Fprintf(&b, "%d:%d[", seg.sub, *s.count(i))
+			for seg.head != none {
+				fmt.Fprintf(&b, " %d", seg.head)
+				s.advance(&seg)
+			}
+			b.WriteString(" ] ")
+		}
+		if s.segMid[m] == s.segStart[m+1] {
+			b.WriteString("|")
+		}
+		out[m] = b.String()
+	}
+	return out
 }

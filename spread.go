@@ -113,21 +113,23 @@ func (g *group) countDense(sp *spread) {
 	}
 }
 
-// put sets m's count of sub to n, m having none yet. With sparse counts,
-// members must come one after another, each with its subtopologies in
-// increasing order.
-func (sp *spread) put(m, sub, n int32) {
-	sp.max[m] = max(sp.max[m], n)
+// putAll records m's counts, m having none yet, the largest being most:
+// in the dense table the caller wrote them already; with sparse counts
+// pool is sp.pool with them appended, in increasing order of subtopology,
+// and members must come one after another.
+func (sp *spread) putAll(m int32, pool []subCount, most int32) {
+	sp.max[m] = max(sp.max[m], most)
 	if sp.dense != nil {
-		sp.dense[m*sp.subs+sub] = n
 		return
 	}
-	if sp.n[m] == 0 {
-		sp.off[m] = int32(len(sp.pool))
-	}
-	sp.pool = append(sp.pool, subCount{sub: sub, n: n})
-	sp.n[m]++
-	sp.room[m]++
+	sp.off[m], sp.n[m], sp.room[m] = int32(len(sp.pool)), int32(len(pool)-len(sp.pool)), int32(len(pool)-len(sp.pool))
+	sp.pool = pool
+}
+
+// putDense sets m's count of sub to n in the dense table.
+func (sp *spread) putDense(m, sub, n int32) {
+	sp.dense[m*sp.subs+sub] = n
+	sp.max[m] = max(sp.max[m], n)
 }
 
 // find returns the position in the pool of m's count of sub, or where it

@@ -16,34 +16,8 @@ import (
 func TestSpreadLayoutsAgree(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 15))
 	for round := range 200 {
-		subs, parts, members := 2+r.IntN(6), 1+r.IntN(8), 1+r.IntN(12)
-		var tasks []Task
-		for s := range subs {
-			for p := range parts {
-				tasks = append(tasks, Task{ID: fmt.Sprintf("%d_%d", s, p), Stateful: round%3 > 0 || r.IntN(2) == 0})
-			}
-		}
-		if round%2 == 1 { // subtopologies not in topology order
-			r.Shuffle(len(tasks), func(i, j int) { tasks[i], tasks[j] = tasks[j], tasks[i] })
-		}
-		a, err := New(tasks, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		in := make([]MemberMetadata, members)
-		for m := range in {
-			in[m].ID = fmt.Sprintf("m%d", m)
-		}
-		for _, task := range tasks {
-			if m := r.IntN(members + 1); m < members { // some tasks ownerless
-				in[m].Assigned = append(in[m].Assigned, task.ID)
-			}
-		}
-		g, err := ingest(&a.topology, a.opts, reports{byID: in}, new(scratch))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.resolveLearners()
+		g, subs := subtopologyGroup(t, r, round, round%2 == 1, false)
+		members := len(g.load)
 		gives := make([]bool, members)
 		for m := range gives {
 			gives[m] = r.IntN(2) == 0
@@ -92,4 +66,43 @@ func TestSpreadLayoutsAgree(t *testing.T) {
 			check(fmt.Sprintf("move %d", move))
 		}
 	}
+}
+
+// subtopologyGroup ingests a random group of up to 12 members holding
+// tasks "<sub>_<part>" of up to 7 subtopologies, some ownerless, some
+// stateless unless round%3 > 0, in topology order or shuffled, with some
+// members leaving if leaving is set, and resolves its learners (none). It
+// returns the group and its number of subtopologies.
+func subtopologyGroup(t *testing.T, r *rand.Rand, round int, shuffled, leaving bool) (*group, int) {
+	t.Helper()
+	subs, parts, members := 2+r.IntN(6), 1+r.IntN(8), 1+r.IntN(12)
+	var tasks []Task
+	for s := range subs {
+		for p := range parts {
+			tasks = append(tasks, Task{ID: fmt.Sprintf("%d_%d", s, p), Stateful: round%3 > 0 || r.IntN(2) == 0})
+		}
+	}
+	if shuffled { // subtopologies not in topology order
+		r.Shuffle(len(tasks), func(i, j int) { tasks[i], tasks[j] = tasks[j], tasks[i] })
+	}
+	a, err := New(tasks, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := make([]MemberMetadata, members)
+	for m := range in {
+		in[m].ID = fmt.Sprintf("m%d", m)
+		in[m].Leaving = leaving && r.IntN(8) == 0
+	}
+	for _, task := range tasks {
+		if m := r.IntN(members + 1); m < members { // some tasks ownerless
+			in[m].Assigned = append(in[m].Assigned, task.ID)
+		}
+	}
+	g, err := ingest(&a.topology, a.opts, reports{byID: in}, new(scratch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.resolveLearners()
+	return g, subs
 }

@@ -38,12 +38,16 @@ func (p *standbyPlan) markDirty(t int32) {
 // running or revoked and no longer owns (its old holders are recorded for
 // fill to prefer), and tasks with a ready learner.
 func (p *standbyPlan) findMoved() {
-	p.dirty = p.scratch.bools.make(len(p.tasks))
+	kept := p.keptHeld()
 	for m := range int32(len(p.load)) {
 		if p.leaving[m] {
 			continue
 		}
-		for _, t := range p.held.row(m) {
+		row := p.held.row(m)
+		if kept != nil && int32(len(row)) == kept[m] {
+			row = nil // m still owns every task it held
+		}
+		for _, t := range row {
 			if p.isStateful(t) && p.owner[t] != m {
 				p.markDirty(t)
 				if p.oldHolders == nil {
@@ -60,6 +64,30 @@ func (p *standbyPlan) findMoved() {
 			p.readyOf[t] = append(p.readyOf[t], m)
 		})
 	}
+}
+
+// keptHeld returns, per member, how many of the tasks it held (its held
+// row) it still owns, or nil when two members reported holding one task.
+//
+// Unless a task was contested, its owner is the member that held it until
+// something places it this round (setOwner marks it fixed), and nothing
+// places a task with the member that held it; so a member still owns its
+// owned-minus-fixed tasks of its row, and one whose row is that long lost
+// none (output's layout counts revoked tasks by the same argument). The
+// counts take one pass over the per-task arrays in order, where reading
+// the owner of every held task, member by member, was a random read per
+// task at a million tasks.
+func (g *group) keptHeld() []int32 {
+	if g.contested {
+		return nil
+	}
+	kept := g.scratch.int32s.make(len(g.load))
+	for t, o := range g.owner {
+		if o != none && !g.fixed[t] {
+			kept[o]++
+		}
+	}
+	return kept
 }
 
 // readyLearners calls f for each stateful task member m reported as a ready
