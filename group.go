@@ -33,6 +33,11 @@ type group struct {
 	staying   int // members not leaving
 	capTotal  int64
 
+	// heldAsListed[m] reports that m's held row is its Assigned list as
+	// reported, task for task (no Revoked, no task the topology lacks, in
+	// topology order): output then copies that list where m keeps it.
+	heldAsListed []bool
+
 	// Per task.
 	owner   []int32 // rank of the active owner
 	learner []int32 // rank of the learner

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	. "github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/cputime"
 	"github.com/learnerassignor/learner/learnertest"
 )
 
@@ -202,4 +203,17 @@ func TestByIDNamesIndexOutside(t *testing.T) {
 	require.EqualError(t, err, `learner: member "S1": task index 2 in lag is outside the topology's 2 tasks: invalid member metadata`)
 	_, err = a.AssignmentByID(IndexedAssignment{MemberID: "S2", Learned: []int32{-1}})
 	require.EqualError(t, err, `learner: assignment of member "S2": task index -1 in learned is outside the topology's 2 tasks: invalid member metadata`)
+}
+
+// BenchmarkAssignIndexed is BenchmarkAssign for reports by task index
+// (AssignIndexed), on the same inputs; the conversion to indices is not
+// timed.
+func BenchmarkAssignIndexed(b *testing.B) {
+	forEachBenchInput(b, func(b *testing.B, a *Assignor, members []MemberMetadata) {
+		in := learnertest.IndexedMembers(a.Tasks(), members)
+		cputime.Loop(b, func() error {
+			_, err := a.AssignIndexed(in)
+			return err
+		})
+	})
 }

@@ -27,9 +27,11 @@ func ingest(topo *topology, opts Options, in reports, s *scratch) (*group, error
 		}
 	}
 	rd.indexWarm()
-	for t, w := range rd.owner { // claims to plain ranks
-		if w != none {
-			rd.owner[t] = w & (1<<claimShift - 1)
+	if rd.classed { // claims to plain ranks
+		for t, w := range rd.owner {
+			if w != none {
+				rd.owner[t] = w & (1<<claimShift - 1)
+			}
 		}
 	}
 	return rd.group, nil
@@ -137,14 +139,17 @@ func sharedIDPrefix(in reports) int {
 // and a staying member beats a leaving one. While members are read, a
 // claimed task's owner word holds its class above the owner's rank
 // (class<<claimShift | rank, positive as ranks fit 27 bits), so a claim
-// touches one per-task word instead of an owner and a class array; ingest
-// turns the words into plain ranks once every member is read.
+// touches one per-task word instead of an owner and a class array, and the
+// lower word wins. The best class is 0, so its words are plain ranks:
+// ingest turns the others into plain ranks once every member is read, in
+// a pass over every task, only if some member claimed with another class
+// (reader.classed). In a group where nobody leaves and nothing is revoked
+// the pass, a read and write of every task's word, is skipped.
 const (
-	claimNone uint8 = iota
-	claimRevokedLeaving
-	claimRevokedStaying
+	claimActiveStaying uint8 = iota
 	claimActiveLeaving
-	claimActiveStaying
+	claimRevokedStaying
+	claimRevokedLeaving
 	claimShift = 32 - kindBits // the class's place in a claim word: above every rank (maxMembers)
 )
 
@@ -186,7 +191,9 @@ type reader struct {
 	// kindBits, or'ed with the lists (kind*) it listed t in, so each member
 	// is validated in time linear in its report. One word per task instead
 	// of a rank array and a kind array: validation touches one cache line
-	// per listed task instead of two.
+	// per listed task instead of two. Nil until a member needs stamps
+	// (needStamps): members whose lists rise are validated without them
+	// (stampless).
 	stamp []uint32
 	racks map[string]int32 // interned racks, nil until a member has one
 	// The warm entries, each recording that a member has local state for
@@ -206,7 +213,13 @@ type reader struct {
 	unknownKinds map[string]uint8 // lists (kind*) of its tasks the topology lacks
 	standby      []int32
 	learning     []int32
+	ready        []int32 // only while read without stamps, which then know no kindReady
 	merge        []int32 // scratch for sortHeld
+	classed      bool    // some member claimed a task with a class other than the best
+	unstamped    bool    // its lists are read without stamps (see stampless)
+	// Its held row, held.items[heldFrom:], is Assigned's tasks, then from
+	// revokedFrom on Revoked's, until sortHeld merges the two.
+	heldFrom, revokedFrom int
 }
 
 // report is the member being read, by ID or by index: its profile and
@@ -259,20 +272,20 @@ func (l *taskList) id(i int) string {
 }
 
 func newReader(g *group) reader {
-	var heldN, warmN, learningN, standbyMax, learningMax int
-	note := func(assigned, revoked, learning, standby, lag int) {
+	var heldN, warmN, learningN, standbyMax, learningMax, readyMax int
+	note := func(assigned, revoked, learning, ready, standby, lag int) {
 		heldN += assigned + revoked
 		warmN += standby + lag
 		learningN += learning
-		standbyMax, learningMax = max(standbyMax, standby), max(learningMax, learning)
+		standbyMax, learningMax, readyMax = max(standbyMax, standby), max(learningMax, learning), max(readyMax, ready)
 	}
 	for i := range g.in.byID {
 		m := &g.in.byID[i]
-		note(len(m.Assigned), len(m.Revoked), len(m.Learning), len(m.Standby), len(m.Lag))
+		note(len(m.Assigned), len(m.Revoked), len(m.Learning), len(m.Ready), len(m.Standby), len(m.Lag))
 	}
 	for i := range g.in.byIndex {
 		m := &g.in.byIndex[i]
-		note(len(m.Assigned), len(m.Revoked), len(m.Learning), len(m.Standby), len(m.Lag))
+		note(len(m.Assigned), len(m.Revoked), len(m.Learning), len(m.Ready), len(m.Standby), len(m.Lag))
 	}
 	n, nt, s := g.in.len(), len(g.tasks), g.scratch
 	if learningN > 0 { // else nobody learns, and resolveLearners skips its pass
@@ -281,8 +294,9 @@ func newReader(g *group) reader {
 	}
 	g.held = csr{start: s.int32s.make(n + 1), items: s.int32s.room(heldN)}
 	g.warmBy = csr{start: s.int32s.make(n + 1), items: s.int32s.room(warmN)}
-	return reader{group: g, stamp: s.uint32s.make(nt), warmSb: s.bools.room(warmN),
-		standby: s.int32s.room(standbyMax), learning: s.int32s.room(learningMax)}
+	g.heldAsListed = s.bools.make(n)
+	return reader{group: g, warmSb: s.bools.room(warmN),
+		standby: s.int32s.room(standbyMax), learning: s.int32s.room(learningMax), ready: s.int32s.room(readyMax)}
 }
 
 // load makes the member at position pos the one being read.
@@ -301,7 +315,88 @@ func (rd *reader) load(pos int) {
 }
 
 // known reports whether t is a task of the topology.
-func (rd *reader) known(t int32) bool { return uint32(t) < uint32(len(rd.stamp)) }
+func (rd *reader) known(t int32) bool { return uint32(t) < uint32(len(rd.tasks)) }
+
+// needStamps returns the stamps, allocating them (all zero) on first use.
+func (rd *reader) needStamps() []uint32 {
+	if rd.stamp == nil {
+		rd.stamp = rd.scratch.uint32s.make(len(rd.tasks))
+	}
+	return rd.stamp
+}
+
+// stampless reports whether the member being read may have its lists
+// read without stamps: it reports no lags (readLag looks its tasks up in
+// the stamps).
+//
+// Stamps exist to catch a task listed twice by one member. A list that
+// rises (each task's index above the one before) repeats none, two rising
+// lists share a task only where a merge of the two meets one (cursor),
+// and a rising Ready is in a rising Learning where a merge says so: so a
+// member whose lists rise, as reports that list tasks in topology order
+// do, is validated without stamps, by merges that read the lists in
+// order. That saves a random read and write of a stamp per listed task.
+// The first task that breaks the rule (out of order, unknown, in two
+// lists, ready but not learning) stamps what the member listed so far
+// (stampRead), and the member is read on with stamps, which find the
+// error, or accept the order, as they would have from the start.
+func (rd *reader) stampless() bool {
+	if rd.m.byID != nil {
+		return len(rd.m.byID.Lag) == 0
+	}
+	return len(rd.m.byIndex.Lag) == 0
+}
+
+// cursor walks a rising list alongside a rising read of tasks, to tell
+// whether each task read is in the list: a merge, linear in both.
+type cursor struct {
+	list []int32
+	i    int
+}
+
+// has reports whether t is in the list; t must be above the task asked
+// about before.
+func (c *cursor) has(t int32) bool {
+	for c.i < len(c.list) && c.list[c.i] < t {
+		c.i++
+	}
+	return c.i < len(c.list) && c.list[c.i] == t
+}
+
+// stampRead stamps what the member being read listed before the task that
+// made it need stamps (stampless), in list k: the lists before k, in the
+// order read reads them, and read, the tasks k listed so far. From then on
+// the member is read with stamps.
+func (rd *reader) stampRead(k uint8, read []int32) {
+	stamp, me := rd.needStamps(), uint32(rd.rank+1)<<kindBits
+	set := func(ts []int32, k uint8) {
+		for _, t := range ts {
+			stamp[t] = me | uint32(k)
+		}
+	}
+	held := rd.held.items
+	switch k {
+	case kindReady:
+		set(rd.learning, kindLearning)
+		fallthrough
+	case kindLearning:
+		set(rd.standby, kindStandby)
+		fallthrough
+	case kindStandby:
+		set(held[rd.revokedFrom:], kindRevoked)
+		fallthrough
+	case kindRevoked:
+		set(held[rd.heldFrom:rd.revokedFrom], kindAssigned)
+	}
+	if k == kindReady {
+		for _, t := range read {
+			stamp[t] |= uint32(kindReady)
+		}
+	} else {
+		set(read, k)
+	}
+	rd.unstamped = false
+}
 
 // quoted names a listed task for an error: by the ID it was given by or
 // its task's, or by its index when that is outside the topology.
@@ -371,6 +466,9 @@ func (rd *reader) read(r int32) error {
 	rd.pos = int(rd.byRank[r])
 	rd.rank, rd.unknownKinds = r, nil
 	rd.load(rd.pos)
+	if rd.unstamped = rd.stampless(); !rd.unstamped {
+		rd.needStamps()
+	}
 	if err := rd.readProfile(); err != nil {
 		return err
 	}
@@ -380,6 +478,8 @@ func (rd *reader) read(r int32) error {
 	if err := rd.readReady(); err != nil {
 		return err
 	}
+	rd.sortHeld()
+	rd.held.start[r+1] = int32(len(rd.held.items))
 	lags, err := rd.readLag()
 	if err != nil {
 		return err
@@ -396,9 +496,16 @@ func (rd *reader) read(r int32) error {
 		rd.sortWarm(int(rd.warmBy.start[r]))
 	}
 	rd.warmBy.start[r+1] = int32(len(rd.warmBy.items))
+	readyRead := cursor{list: rd.ready}
 	for _, t := range rd.learning {
 		lag := lagOf(lags, t)
-		ready := rd.opts.learnerReady(rd.listed(t, "")&kindReady != 0, lag.within(rd.opts.AcceptableLag))
+		var reported bool // listed in Ready
+		if rd.unstamped {
+			reported = readyRead.has(t)
+		} else {
+			reported = rd.listed(t, "")&kindReady != 0
+		}
+		ready := rd.opts.learnerReady(reported, lag.within(rd.opts.AcceptableLag))
 		if ready {
 			rd.readyBy.items = append(rd.readyBy.items, t)
 		}
@@ -507,11 +614,11 @@ func (rd *reader) readProfile() error {
 // loop then keeps its slice and claim class in registers, and ingest is
 // most of Assign's time for a group with little to move.
 func (rd *reader) readLists() error {
-	heldFrom := len(rd.held.items)
+	rd.heldFrom, rd.revokedFrom = len(rd.held.items), len(rd.held.items)
 	if err := rd.readHeld(rd.m.assigned, kindAssigned, claimActiveStaying, claimActiveLeaving); err != nil {
 		return err
 	}
-	revokedFrom := len(rd.held.items)
+	rd.revokedFrom = len(rd.held.items)
 	if err := rd.readHeld(rd.m.revoked, kindRevoked, claimRevokedStaying, claimRevokedLeaving); err != nil {
 		return err
 	}
@@ -522,66 +629,63 @@ func (rd *reader) readLists() error {
 	if rd.standby, err = rd.readRole(rd.m.standby, kindStandby, rd.standby[:0]); err != nil {
 		return err
 	}
-	if rd.learning, err = rd.readRole(rd.m.learning, kindLearning, rd.learning[:0]); err != nil {
-		return err
-	}
-	rd.sortHeld(heldFrom, revokedFrom)
-	rd.held.start[rd.rank+1] = int32(len(rd.held.items))
-	return nil
+	rd.learning, err = rd.readRole(rd.m.learning, kindLearning, rd.learning[:0])
+	return err
 }
 
 // readHeld reads the entries of Assigned or Revoked (kind k): each known
 // task goes to the member's held row and claims ownership with the list's
 // class when the member stays or leaves; an unknown one comes back in its
-// Revoked.
+// Revoked. Read without stamps (stampless), Revoked is merged with
+// Assigned.
 func (rd *reader) readHeld(l taskList, k, ifStaying, ifLeaving uint8) error {
 	class := ifStaying
 	if rd.m.leaving {
 		class = ifLeaving
 	}
+	mine := int32(class)<<claimShift | rd.rank
+	rd.classed = rd.classed || class != claimActiveStaying && l.len() > 0
 	me := uint32(rd.rank+1) << kindBits
 	// The loop keeps what it reads at every task in locals: fields read
 	// through rd would be loaded again after every write to memory.
-	stamp, index, owner := rd.stamp, &rd.index, rd.owner
+	stamp, index, owner, held := rd.stamp, &rd.index, rd.owner, rd.held.items
+	from, last, unstamped := len(held), int32(none), rd.unstamped
+	assigned := cursor{list: held[rd.heldFrom:rd.revokedFrom]} // empty while Assigned is read
 	for i := range l.len() {
 		t := l.at(index, i)
-		// The usual case inline: a topology task nobody listed before in
-		// this report. Its stamp word is read once, and when it is zero
-		// (no member listed the task before) there is no claim to beat, so
-		// the claim is written without reading the owner's: one random
-		// read per task, not two.
-		var st uint32
-		known := uint32(t) < uint32(len(stamp))
-		if known {
-			st = stamp[t]
-		}
-		if !known || st&^kindAll == me { // unknown, or a repeat: mark says which error
-			var id string
-			var err error
-			if t, id, err = rd.mark(t, l.id(i), k); err != nil {
-				return err
+		switch {
+		case unstamped && uint32(t) < uint32(len(owner)) && t > last && !assigned.has(t):
+			last = t
+		default:
+			if unstamped { // out of order, unknown or in Assigned: stamps from here on
+				rd.stampRead(k, held[from:])
+				unstamped, stamp = false, rd.stamp
 			}
-			if t == none {
-				rd.addUnknown(id)
-				continue
+			if uint32(t) >= uint32(len(stamp)) || stamp[t]&^kindAll == me { // unknown, or a repeat: mark says which error
+				var id string
+				var err error
+				if t, id, err = rd.mark(t, l.id(i), k); err != nil {
+					return err
+				}
+				if t == none {
+					rd.addUnknown(id)
+					continue
+				}
+			} else {
+				stamp[t] = me | uint32(k)
 			}
-			st = stamp[t] // not zero: compare the classes below
-		} else {
-			stamp[t] = me | uint32(k)
 		}
-		rd.held.items = append(rd.held.items, t)
-		mine := int32(class)<<claimShift | rd.rank
-		if st == 0 { // nobody listed t before: no claim to beat
-			owner[t] = mine
-		} else if w := owner[t]; w == none {
+		held = append(held, t)
+		if w := owner[t]; w == none {
 			owner[t] = mine
 		} else {
 			rd.contested = true
-			if mine>>claimShift > w>>claimShift { // the best class wins; members come in rank order, so the first wins ties
+			if mine < w { // the best class wins; members come in rank order, so the first wins ties
 				owner[t] = mine
 			}
 		}
 	}
+	rd.held.items = held
 	return nil
 }
 
@@ -618,11 +722,27 @@ func (rd *reader) readStale() error {
 }
 
 // readRole reads the entries of Standby or Learning (kind k), appending
-// its known tasks to into; unknown ones are dropped.
+// its known tasks to into; unknown ones are dropped. Read without stamps
+// (stampless), each is merged with the lists read before it.
 func (rd *reader) readRole(l taskList, k uint8, into []int32) ([]int32, error) {
 	me := uint32(rd.rank+1) << kindBits
+	held := rd.held.items
+	before := [...]cursor{{list: held[rd.heldFrom:rd.revokedFrom]}, {list: held[rd.revokedFrom:]}, {}}
+	if k == kindLearning {
+		before[2].list = rd.standby
+	}
+	from, last, unstamped, nt := len(into), int32(none), rd.unstamped, uint32(len(rd.tasks))
 	for i := range l.len() {
 		t := l.at(&rd.index, i)
+		if unstamped {
+			if uint32(t) < nt && t > last && !before[0].has(t) && !before[1].has(t) && !before[2].has(t) {
+				last = t
+				into = append(into, t)
+				continue
+			}
+			rd.stampRead(k, into[from:])
+			unstamped = false
+		}
 		if !rd.known(t) || rd.stamp[t]&^kindAll == me { // unknown, or a repeat: mark says which error
 			var err error
 			if t, _, err = rd.mark(t, l.id(i), k); err != nil {
@@ -658,16 +778,19 @@ func (rd *reader) mark(t int32, id string, k uint8) (int32, string, error) {
 	return t, name, nil
 }
 
-// sortHeld sorts the member's held row, held.items[from:], of which
-// [from:revoked] came from Assigned and the rest from Revoked. Reports
+// sortHeld sorts the member's held row, of which the tasks before
+// revokedFrom came from Assigned and the rest from Revoked. Reports
 // usually list each in topology order, so the row is usually sorted
 // already (one comparison per task) or two sorted runs, merged in linear
-// time through a scratch buffer; only other rows pay for a sort.
-func (rd *reader) sortHeld(from, revoked int) {
-	row := rd.held.items[from:]
-	a, b := row[:revoked-from], row[revoked-from:]
+// time through a scratch buffer; only other rows pay for a sort. It notes
+// whether the row is the member's Assigned list as reported (see
+// group.heldAsListed).
+func (rd *reader) sortHeld() {
+	row := rd.held.items[rd.heldFrom:]
+	a, b := row[:rd.revokedFrom-rd.heldFrom], row[rd.revokedFrom-rd.heldFrom:]
 	switch {
 	case slices.IsSorted(row):
+		rd.heldAsListed[rd.rank] = len(b) == 0 && len(a) == rd.m.assigned.len()
 	case slices.IsSorted(a) && slices.IsSorted(b):
 		rd.merge = append(rd.merge[:0], a...)
 		a = rd.merge
@@ -689,8 +812,18 @@ func (rd *reader) sortHeld(from, revoked int) {
 // readReady checks that Ready is a subset of Learning, without repeats.
 func (rd *reader) readReady() error {
 	l := &rd.m.ready
+	learning, last := cursor{list: rd.learning}, int32(none)
+	rd.ready = rd.ready[:0]
 	for i := range l.len() {
 		t, id := l.at(&rd.index, i), l.id(i)
+		if rd.unstamped {
+			if rd.known(t) && t > last && learning.has(t) {
+				last = t
+				rd.ready = append(rd.ready, t)
+				continue
+			}
+			rd.stampRead(kindReady, rd.ready)
+		}
 		if !rd.known(t) {
 			if rd.m.byID == nil {
 				_, _, err := rd.resolve(t, id, kindReady) // an index outside the topology
