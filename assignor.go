@@ -51,7 +51,10 @@ func (a *Assignor) Options() Options { return a.opts }
 // empty slice. Conflicting or stale reports (two members claiming one task,
 // tasks the topology no longer has, learners of ownerless tasks) are resolved,
 // never lost or duplicated; malformed reports are an error wrapping
-// ErrInvalidMember that names the member and the task.
+// ErrInvalidMember that names the member and the task. The returned slices
+// are new, but their task ID strings may be the members' own (a string is
+// immutable, so sharing it is safe; it keeps the input's strings reachable
+// while the output is).
 func (a *Assignor) Assign(members []MemberMetadata) ([]Assignment, error) {
 	g, s, err := a.assign(reports{byID: members})
 	if err != nil {
