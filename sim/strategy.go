@@ -206,7 +206,7 @@ func (s *learnerStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assi
 		return nil, nil, err
 	}
 	if vs := learnertest.Check(s.e.tasks, s.assignor.Options(), joins, as); len(vs) > 0 {
-		return nil, nil, fmt.Errorf("Assign breaks rules:\n%s", learnertest.FormatViolations(vs))
+		return nil, nil, fmt.Errorf("sim: Assign breaks rules:\n%s", learnertest.FormatViolations(vs))
 	}
 	switch s.e.sc.Handover {
 	case HandoverWithhold:

@@ -33,7 +33,6 @@ type app struct {
 	replayed  map[string]int64
 	restored  map[string]map[string]int // member -> task -> changelog records
 	running   map[string]int            // member -> tasks it started running
-	errs      []error
 	members   map[string]*runningMember
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/learnerassignor/learner/kgolearner/state"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 var (
@@ -55,7 +56,7 @@ func (s Stores) Open(task string) (state.Store, error) {
 	path := filepath.Join(s.Dir, task+suffix)
 	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: time.Second, NoSync: !s.Sync, NoFreelistSync: true})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			err = fmt.Errorf("locked by another process: %w", err)
 		}
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)

@@ -289,7 +289,6 @@ type harness struct {
 	restoring    map[string]time.Time // member/task -> active task catching up since
 	rate         RestoreRate          // the cold restores that ended
 	m            Phase                // running totals
-	errs         []error
 }
 
 type member struct {
