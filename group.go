@@ -149,6 +149,18 @@ func (g *group) setOwner(t, m int32) {
 	g.fixed[t] = true
 }
 
+// keepsHeld reports whether member m still owns every task of its held
+// row, given kept, how many tasks it owns that were not placed this round
+// (owned minus fixed). Unless two members reported holding one task, each
+// held task's owner is its holder until something places it (setOwner
+// marks it fixed), and nothing places a task with the member that held
+// it; so m owns kept of its held tasks, all of them when its row is that
+// long. Counting kept is a pass over the per-task arrays in order; reading
+// the owner of each held task was a random read per task.
+func (g *group) keepsHeld(m, kept int32) bool {
+	return !g.contested && int32(len(g.held.row(m))) == kept
+}
+
 // planned is the member that will own t once its learner (if any) is ready.
 func (g *group) planned(t int32) int32 {
 	if l := g.learner[t]; l != none {

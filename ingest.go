@@ -653,10 +653,9 @@ func (rd *reader) readHeld(l taskList, k, ifStaying, ifLeaving uint8) error {
 	assigned := cursor{list: held[rd.heldFrom:rd.revokedFrom]} // empty while Assigned is read
 	for i := range l.len() {
 		t := l.at(index, i)
-		switch {
-		case unstamped && uint32(t) < uint32(len(owner)) && t > last && !assigned.has(t):
+		if unstamped && uint32(t) < uint32(len(owner)) && t > last && !assigned.has(t) {
 			last = t
-		default:
+		} else {
 			if unstamped { // out of order, unknown or in Assigned: stamps from here on
 				rd.stampRead(k, held[from:])
 				unstamped, stamp = false, rd.stamp

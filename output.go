@@ -161,28 +161,25 @@ func (g *group) layout(withUnknown bool) outLayout {
 			count[int(m)*outLists+outStandby]++
 		}
 	}
-	// A member's revoked tasks are the held ones it no longer owns. Unless
-	// two members reported holding one task, each held task's owner was its
-	// holder until something placed it this round (setOwner marks it
-	// fixed), and nothing places a task with the member that held it; so a
-	// member keeps owned-minus-gained of its held tasks, and one that keeps
-	// them all has none revoked and its held row is not read. That skips a
-	// random read per held task in every group where nothing is revoked.
-	// gained[m] is read before lostN[m] overwrites it.
+	// A member's revoked tasks are the held ones it no longer owns; one
+	// that keeps them all (keepsHeld) has none revoked and its held row is
+	// not read. That skips a random read per held task in every group
+	// where nothing is revoked. gained[m] is read before lostN[m]
+	// overwrites it.
 	l := outLayout{count: count, lostN: gained, asListed: g.scratch.bools.make(n), gainedFrom: g.scratch.int32s.make(n + 1)}
 	gainedN := int32(0)
 	for m := range int32(n) {
-		row := g.held.row(m)
 		lostN := int32(0)
-		keepsAll := !g.contested && int32(len(row)) == count[int(m)*outLists+outAssigned]-gained[m]
+		keepsAll := g.keepsHeld(m, count[int(m)*outLists+outAssigned]-gained[m])
 		l.asListed[m] = keepsAll && g.heldAsListed[m]
 		l.gainedFrom[m] = gainedN
 		if l.asListed[m] {
 			gainedN += gained[m]
 		}
+		l.perTask = l.perTask || !l.asListed[m] || count[int(m)*outLists+outLearned] > 0
 		if !keepsAll {
 			from := len(l.lost)
-			for _, t := range row {
+			for _, t := range g.held.row(m) {
 				if g.owner[t] != m {
 					l.lost = append(l.lost, t)
 				}
@@ -196,10 +193,7 @@ func (g *group) layout(withUnknown bool) outLayout {
 		}
 	}
 	l.gainedFrom[n] = gainedN
-	l.perTask = gainedN > 0 || slices.Contains(l.asListed, false)
-	for m := range n {
-		l.perTask = l.perTask || count[m*outLists+outLearned] > 0
-	}
+	l.perTask = l.perTask || gainedN > 0
 	l.gained = g.scratch.int32s.make(int(gainedN))
 	l.gainedNext = append(g.scratch.int32s.room(n), l.gainedFrom[:n]...)
 	l.next = g.scratch.int32s.make(n * outLists)

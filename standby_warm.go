@@ -44,7 +44,7 @@ func (p *standbyPlan) findMoved() {
 			continue
 		}
 		row := p.held.row(m)
-		if kept != nil && int32(len(row)) == kept[m] {
+		if kept != nil && p.keepsHeld(m, kept[m]) {
 			row = nil // m still owns every task it held
 		}
 		for _, t := range row {
@@ -66,17 +66,11 @@ func (p *standbyPlan) findMoved() {
 	}
 }
 
-// keptHeld returns, per member, how many of the tasks it held (its held
-// row) it still owns, or nil when two members reported holding one task.
-//
-// Unless a task was contested, its owner is the member that held it until
-// something places it this round (setOwner marks it fixed), and nothing
-// places a task with the member that held it; so a member still owns its
-// owned-minus-fixed tasks of its row, and one whose row is that long lost
-// none (output's layout counts revoked tasks by the same argument). The
-// counts take one pass over the per-task arrays in order, where reading
-// the owner of every held task, member by member, was a random read per
-// task at a million tasks.
+// keptHeld returns, per member, how many tasks it owns that were not
+// placed this round (owned minus fixed: keepsHeld's kept), or nil when two
+// members reported holding one task. The counts take one pass over the
+// per-task arrays in order, where reading the owner of every held task,
+// member by member, was a random read per task at a million tasks.
 func (g *group) keptHeld() []int32 {
 	if g.contested {
 		return nil
