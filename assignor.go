@@ -24,14 +24,20 @@ func New(tasks []Task, opts Options) (*Assignor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := opts.validate(len(topo.tasks) - topo.stateless); err != nil {
+	if err := opts.validate(topo.numTasks() - topo.stateless); err != nil {
 		return nil, err
 	}
 	return &Assignor{topology: topo, opts: opts}, nil
 }
 
 // Tasks returns a copy of the topology's tasks, in order.
-func (a *Assignor) Tasks() []Task { return append([]Task(nil), a.tasks...) }
+func (a *Assignor) Tasks() []Task {
+	tasks := make([]Task, a.numTasks())
+	for t := range tasks {
+		tasks[t] = Task{ID: a.id(int32(t)), Stateful: a.isStateful(int32(t))}
+	}
+	return tasks
+}
 
 // TaskIndex returns the position of the task with the given ID in the
 // topology's order (the order of Tasks), or -1 if the topology has no such

@@ -64,7 +64,7 @@ type group struct {
 // members, in rank order, are in[byRank[0]], in[byRank[1]], ...; nobody owns
 // or learns anything yet.
 func newGroup(topo *topology, opts Options, in reports, byRank []int32, s *scratch) *group {
-	n, nt := in.len(), len(topo.tasks)
+	n, nt := in.len(), topo.numTasks()
 	g := &group{topology: topo, opts: opts, scratch: s, in: in, byRank: byRank}
 	g.leaving = s.bools.make(n)
 	g.capacity = make([]int64, n)

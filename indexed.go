@@ -121,7 +121,7 @@ func (in reports) id(i int) string {
 // serves logs, hooks and code written against MemberMetadata. An index
 // outside the topology is an error wrapping ErrInvalidMember.
 func (a *Assignor) MemberByID(m IndexedMember) (MemberMetadata, error) {
-	n := namer{tasks: a.tasks, whose: "member " + errtext.Quote(m.ID)}
+	n := namer{topo: &a.topology, whose: "member " + errtext.Quote(m.ID)}
 	out := MemberMetadata{ID: m.ID, Assigned: n.ids("assigned", m.Assigned), Revoked: n.ids("revoked", m.Revoked, m.Stale...),
 		Learning: n.ids("learning", m.Learning), Ready: n.ids("ready", m.Ready), Standby: n.ids("standby", m.Standby),
 		Leaving: m.Leaving, Capacity: m.Capacity, Rack: m.Rack}
@@ -137,7 +137,7 @@ func (a *Assignor) MemberByID(m IndexedMember) (MemberMetadata, error) {
 // its task's ID, nil lists for empty ones, Stale after Revoked. An index
 // outside the topology is an error wrapping ErrInvalidMember.
 func (a *Assignor) AssignmentByID(as IndexedAssignment) (Assignment, error) {
-	n := namer{tasks: a.tasks, whose: "assignment of member " + errtext.Quote(as.MemberID)}
+	n := namer{topo: &a.topology, whose: "assignment of member " + errtext.Quote(as.MemberID)}
 	out := Assignment{MemberID: as.MemberID, Assigned: n.ids("assigned", as.Assigned), Revoked: n.ids("revoked", as.Revoked, as.Stale...),
 		Learning: n.ids("learning", as.Learning), Learned: n.ids("learned", as.Learned), Standby: n.ids("standby", as.Standby)}
 	return out, n.err
@@ -146,7 +146,7 @@ func (a *Assignor) AssignmentByID(as IndexedAssignment) (Assignment, error) {
 // namer names tasks by ID for MemberByID and AssignmentByID; err keeps the
 // first index outside the topology.
 type namer struct {
-	tasks []Task
+	topo  *topology
 	whose string
 	err   error
 }
@@ -166,11 +166,11 @@ func (n *namer) ids(list string, idx []int32, more ...string) []string {
 }
 
 func (n *namer) id(list string, t int32) (string, bool) {
-	if t < 0 || int(t) >= len(n.tasks) {
+	if t < 0 || int(t) >= n.topo.numTasks() {
 		if n.err == nil {
-			n.err = fmt.Errorf("learner: %s: task index %d in %s is outside the topology's %d tasks: %w", n.whose, t, list, len(n.tasks), ErrInvalidMember)
+			n.err = fmt.Errorf("learner: %s: task index %d in %s is outside the topology's %d tasks: %w", n.whose, t, list, n.topo.numTasks(), ErrInvalidMember)
 		}
 		return "", false
 	}
-	return n.tasks[t].ID, true
+	return n.topo.id(t), true
 }

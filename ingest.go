@@ -287,7 +287,7 @@ func newReader(g *group) reader {
 		m := &g.in.byIndex[i]
 		note(len(m.Assigned), len(m.Revoked), len(m.Learning), len(m.Ready), len(m.Standby), len(m.Lag))
 	}
-	n, nt, s := g.in.len(), len(g.tasks), g.scratch
+	n, nt, s := g.in.len(), g.numTasks(), g.scratch
 	if learningN > 0 { // else nobody learns, and resolveLearners skips its pass
 		g.keyAt, g.learnerKeys = s.int32s.make(nt), make([]learnerKey, 0, learningN)
 		g.readyBy = csr{start: s.int32s.make(n + 1), items: s.int32s.room(learningN)}
@@ -315,12 +315,12 @@ func (rd *reader) load(pos int) {
 }
 
 // known reports whether t is a task of the topology.
-func (rd *reader) known(t int32) bool { return uint32(t) < uint32(len(rd.tasks)) }
+func (rd *reader) known(t int32) bool { return uint32(t) < uint32(rd.numTasks()) }
 
 // needStamps returns the stamps, allocating them (all zero) on first use.
 func (rd *reader) needStamps() []uint32 {
 	if rd.stamp == nil {
-		rd.stamp = rd.scratch.uint32s.make(len(rd.tasks))
+		rd.stamp = rd.scratch.uint32s.make(rd.numTasks())
 	}
 	return rd.stamp
 }
@@ -405,7 +405,7 @@ func (rd *reader) quoted(t int32, id string) string {
 	case rd.m.byID != nil:
 		return errtext.Quote(id)
 	case rd.known(t):
-		return errtext.Quote(rd.tasks[t].ID)
+		return errtext.Quote(rd.id(t))
 	}
 	return fmt.Sprintf("index %d", t)
 }
@@ -419,7 +419,7 @@ func (rd *reader) resolve(t int32, id string, k uint8) (int32, string, error) {
 	case rd.known(t):
 		return t, "", nil
 	case rd.m.byID == nil:
-		return none, "", rd.fail("task %s in %s is outside the topology's %d tasks", rd.quoted(t, id), kindNames[k], len(rd.tasks))
+		return none, "", rd.fail("task %s in %s is outside the topology's %d tasks", rd.quoted(t, id), kindNames[k], rd.numTasks())
 	case !ValidID(id):
 		return none, "", rd.fail("malformed task ID %s in %s", errtext.Quote(id), kindNames[k])
 	}
@@ -730,7 +730,7 @@ func (rd *reader) readRole(l taskList, k uint8, into []int32) ([]int32, error) {
 	if k == kindLearning {
 		before[2].list = rd.standby
 	}
-	from, last, unstamped, nt := len(into), int32(none), rd.unstamped, uint32(len(rd.tasks))
+	from, last, unstamped, nt := len(into), int32(none), rd.unstamped, uint32(rd.numTasks())
 	for i := range l.len() {
 		t := l.at(&rd.index, i)
 		if unstamped {
@@ -912,7 +912,7 @@ func (rd *reader) indexWarm() {
 	if len(entries) == 0 && rd.opts.Standbys == 0 {
 		return
 	}
-	g, nt, s := rd.group, int32(len(rd.tasks)), rd.scratch
+	g, nt, s := rd.group, int32(rd.numTasks()), rd.scratch
 	// By task, a counting sort placing entries from the last: start[t]
 	// counts down from the end of t's range to its beginning, so no cursor
 	// array is needed, and each task's candidates stay in rank order (the

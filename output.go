@@ -26,7 +26,7 @@ func (g *group) output() []Assignment {
 			Assigned: w[outAssigned], Revoked: w[outRevoked], Learning: w[outLearning], Learned: w[outLearned], Standby: w[outStandby]}
 	}
 	g.fill(&l, buf, nil)
-	name := func(t int32) string { return g.tasks[t].ID }
+	name := func(t int32) string { return g.id(t) }
 	for m := range int32(len(out)) {
 		if l.asListed[m] {
 			mergeListed(out[m].Assigned, g.in.byID[g.byRank[m]].Assigned, g.held.row(m), l.gainedBy(m), name)
@@ -224,11 +224,11 @@ func windows[T any](buf []T, l *outLayout, m int) (w [outLists][]T) {
 // ID or the index took 1.7x as long (profile of BenchmarkAssign at 10,000
 // x 1,000,000, stable).
 func (g *group) fill(l *outLayout, ids []string, idx []int32) {
-	next, tasks := l.next, g.tasks // locals, not loads through l and g at every task
+	next, names, at := l.next, g.ids, g.idAt // locals, not loads through l and g at every task
 	put := func(m int32, list int, t int32) {
 		i := int(m)*outLists + list
 		if ids != nil {
-			ids[next[i]] = tasks[t].ID
+			ids[next[i]] = names[at[t]:at[t+1]]
 		} else {
 			idx[next[i]] = t
 		}

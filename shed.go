@@ -191,7 +191,7 @@ func (s *shedder) layOutDealt(movable int, dealtTo func(m int32) []dealtTask) {
 		kinds := 0
 		if s.live[m] {
 			kinds = 2
-			if g.stateless == 0 || g.stateless == len(g.tasks) {
+			if g.stateless == 0 || g.stateless == g.numTasks() {
 				kinds = 1
 			}
 		}
@@ -426,7 +426,7 @@ func (s *shedder) copyRows() {
 	// the few other members' rows apart, replaces countDense's pass over
 	// every task and its scattered increments (cachegrind of a scale-up at
 	// 1,000 members and 100,000 tasks: balancing 13% cheaper).
-	s.countRuns = s.spread.on && (g.stateless == 0 || g.stateless == len(g.tasks)) && g.heldIsPlanned()
+	s.countRuns = s.spread.on && (g.stateless == 0 || g.stateless == g.numTasks()) && g.heldIsPlanned()
 	if s.spread.on && !s.countRuns {
 		g.countDense(s.spread)
 	}
@@ -451,7 +451,7 @@ func (s *shedder) copyRows() {
 			row := g.held.row(m)
 			from, first := int32(len(s.movable)), int32(len(s.segs))
 			switch g.stateless {
-			case len(g.tasks): // every task stateless
+			case g.numTasks(): // every task stateless
 				s.movable = append(s.movable, row...)
 				s.cutSegments(m, from, int32(len(s.movable)), first)
 				s.segMid[m] = int32(len(s.segs))
@@ -543,7 +543,7 @@ func (g *group) subtopologyOrder() []int32 {
 	if g.nSubs < 2 || g.subsInOrder {
 		return nil
 	}
-	all := g.scratch.int32s.make(len(g.tasks))
+	all := g.scratch.int32s.make(g.numTasks())
 	for t := range all {
 		all[t] = int32(t)
 	}

@@ -75,7 +75,7 @@ func (g *group) newSpread() spread {
 	if g.nSubs < 2 {
 		return spread{}
 	}
-	return g.layOutSpread(len(g.load)*g.nSubs <= 4*len(g.tasks))
+	return g.layOutSpread(len(g.load)*g.nSubs <= 4*g.numTasks())
 }
 
 // layOutSpread allocates zero counts: the dense table, or an empty pool

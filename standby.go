@@ -74,7 +74,7 @@ type standbyPlan struct {
 }
 
 func (g *group) newStandbyPlan(k int) *standbyPlan {
-	nt, n, s := len(g.tasks), len(g.load), g.scratch
+	nt, n, s := g.numTasks(), len(g.load), g.scratch
 	p := &standbyPlan{group: g, want: s.int32s.make(nt), have: s.int32s.make(nt), quota: s.int32s.make(n),
 		rackOf: s.int32s.make(n), groups: g.nRacks + 1}
 	p.used = make([]bool, p.groups)
@@ -140,12 +140,12 @@ func (p *standbyPlan) setQuotas(total int64) {
 // where members are fewer than Standbys+2.
 func (p *standbyPlan) keepReported(k int) (total int64) {
 	g := p.group
-	stateful, staying := len(g.tasks)-g.stateless, g.staying
+	stateful, staying := g.numTasks()-g.stateless, g.staying
 	g.sbItems = g.scratch.int32s.make(int(min(int64(k), int64(staying)) * int64(stateful)))
 	owner, learner, leaving := g.owner, g.learner, g.leaving
 	warmStart, warmItems, warmIsSb := g.warm.start, g.warm.items, g.warmIsSb
 	want, have, start, items, count := p.want, p.have, g.sbStart, g.sbItems, g.sbCount
-	for t := range int32(len(g.tasks)) {
+	for t := range int32(g.numTasks()) {
 		o, l := owner[t], learner[t]
 		w := int32(0)
 		if g.isStateful(t) {
@@ -188,7 +188,7 @@ func (p *standbyPlan) keepReported(k int) (total int64) {
 			p.markDirty(t)
 		}
 	}
-	g.sbItems = g.sbItems[:start[len(g.tasks)]]
+	g.sbItems = g.sbItems[:start[g.numTasks()]]
 	return total
 }
 
@@ -388,7 +388,7 @@ func (p *standbyPlan) repairQuotas() bool {
 		return false
 	}
 	lists := make(map[int32][]int32, len(givers)) // giver -> its standbys; moved ones become none
-	for t := range int32(len(p.tasks)) {
+	for t := range int32(p.numTasks()) {
 		for _, d := range p.standbysOf(t) {
 			if p.sbCount[d] > p.quota[d] {
 				lists[d] = append(lists[d], t)
@@ -437,7 +437,7 @@ func (p *standbyPlan) spreadRacks() bool {
 	heaps := p.underQuota()
 	p.unevenOK = false
 	moved := false
-	for t := range int32(len(p.tasks)) {
+	for t := range int32(p.numTasks()) {
 		for slot := int32(0); slot < p.have[t]; slot++ {
 			d := p.sbItems[p.sbStart[t]+slot]
 			if covered := p.markUsed(t, d); !p.used[p.rackOf[d]] || covered == p.reachable {
@@ -516,7 +516,7 @@ func (p *standbyPlan) unevenTasks() []int32 {
 		return p.uneven
 	}
 	p.uneven = p.uneven[:0]
-	for t := range int32(len(p.tasks)) {
+	for t := range int32(p.numTasks()) {
 		copies := int(p.have[t])
 		if p.planned(t) != none {
 			copies++

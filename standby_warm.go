@@ -173,7 +173,7 @@ func (p *standbyPlan) retainCaught() {
 	if len(extra) == 0 {
 		return
 	}
-	nt := int32(len(p.tasks))
+	nt := int32(p.numTasks())
 	p.sbExtra = csr{start: p.scratch.int32s.make(int(nt) + 1), items: p.scratch.int32s.room(len(extra) / 2)}
 	for i := 0; i < len(extra); i += 2 {
 		p.sbExtra.start[extra[i]+1]++

