@@ -37,6 +37,11 @@ type group struct {
 	// reported, task for task (no Revoked, no task the topology lacks, in
 	// topology order): output then copies that list where m keeps it.
 	heldAsListed []bool
+	// sbListed[m] is the length of m's Standby list when that list, as
+	// reported, is its standbys in topology order (none the topology
+	// lacks), else -1: output then copies that list where m keeps it
+	// (standbysAsListed).
+	sbListed []int32
 
 	// Per task.
 	owner   []int32 // rank of the active owner
@@ -58,6 +63,12 @@ type group struct {
 	sbStart, sbItems, sbHave []int32
 	sbCount                  []int32 // per member
 	sbExtra                  csr     // per task: caught-up copies kept while new ones replay (standby_warm.go)
+	// standbysAsListed reports that placement kept every member's
+	// standbys as it reported them (sbListed) and placed none: output
+	// copies each Standby list instead of writing the standbys task by
+	// task, and counts them from sbCount. That is a stable group's
+	// standby placement, its fixed point.
+	standbysAsListed bool
 }
 
 // newGroup allocates the per-member and per-task state of a group whose

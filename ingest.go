@@ -295,6 +295,7 @@ func newReader(g *group) reader {
 	g.held = csr{start: s.int32s.make(n + 1), items: s.int32s.room(heldN)}
 	g.warmBy = csr{start: s.int32s.make(n + 1), items: s.int32s.room(warmN)}
 	g.heldAsListed = s.bools.make(n)
+	g.sbListed = s.int32s.make(n)
 	return reader{group: g, warmSb: s.bools.room(warmN),
 		standby: s.int32s.room(standbyMax), learning: s.int32s.room(learningMax), ready: s.int32s.room(readyMax)}
 }
@@ -492,7 +493,12 @@ func (rd *reader) read(r int32) error {
 	// entries usually arrive sorted: checking costs one comparison per
 	// entry, sorting several. Without lags they are its standbys, in
 	// Standby's order, and checking that list is cheaper still.
-	if sorted := lags == nil && slices.IsSorted(rd.standby); !sorted {
+	rising := slices.IsSorted(rd.standby) // no repeats: a repeat is an error
+	rd.sbListed[r] = -1
+	if rising && len(rd.standby) == rd.m.standby.len() {
+		rd.sbListed[r] = int32(len(rd.standby))
+	}
+	if sorted := lags == nil && rising; !sorted {
 		rd.sortWarm(int(rd.warmBy.start[r]))
 	}
 	rd.warmBy.start[r+1] = int32(len(rd.warmBy.items))

@@ -31,6 +31,9 @@ func (g *group) output() []Assignment {
 		if l.asListed[m] {
 			mergeListed(out[m].Assigned, g.in.byID[g.byRank[m]].Assigned, g.held.row(m), l.gainedBy(m), name)
 		}
+		if g.standbysAsListed {
+			copy(out[m].Standby, g.in.byID[g.byRank[m]].Standby)
+		}
 		if unknown := g.unknown[m]; len(unknown) > 0 { // after the topology's tasks fill put there
 			i := int(m)*outLists + outRevoked
 			copy(buf[l.next[i]:], sortedIDs(unknown))
@@ -59,6 +62,9 @@ func (g *group) outputIndexed() []IndexedAssignment {
 	for m := range int32(len(out)) {
 		if l.asListed[m] {
 			mergeListed(out[m].Assigned, g.in.byIndex[g.byRank[m]].Assigned, g.held.row(m), l.gainedBy(m), name)
+		}
+		if g.standbysAsListed {
+			copy(out[m].Standby, g.in.byIndex[g.byRank[m]].Standby)
 		}
 	}
 	return out
@@ -153,12 +159,18 @@ func (g *group) layout(withUnknown bool) outLayout {
 			count[int(l)*outLists+outLearning]++
 		}
 	}
-	for t := range g.sbHave {
-		for _, m := range g.standbysOf(int32(t)) {
-			count[int(m)*outLists+outStandby]++
+	if g.standbysAsListed {
+		for m, c := range g.sbCount {
+			count[m*outLists+outStandby] = c
 		}
-		for _, m := range g.extraStandbys(int32(t)) {
-			count[int(m)*outLists+outStandby]++
+	} else {
+		for t := range g.sbHave {
+			for _, m := range g.standbysOf(int32(t)) {
+				count[int(m)*outLists+outStandby]++
+			}
+			for _, m := range g.extraStandbys(int32(t)) {
+				count[int(m)*outLists+outStandby]++
+			}
 		}
 	}
 	// A member's revoked tasks are the held ones it no longer owns; one
@@ -252,12 +264,14 @@ func (g *group) fill(l *outLayout, ids []string, idx []int32) {
 			}
 		}
 	}
-	for t := range g.sbHave {
-		for _, m := range g.standbysOf(int32(t)) {
-			put(m, outStandby, int32(t))
-		}
-		for _, m := range g.extraStandbys(int32(t)) {
-			put(m, outStandby, int32(t))
+	if !g.standbysAsListed { // else output copies them
+		for t := range g.sbHave {
+			for _, m := range g.standbysOf(int32(t)) {
+				put(m, outStandby, int32(t))
+			}
+			for _, m := range g.extraStandbys(int32(t)) {
+				put(m, outStandby, int32(t))
+			}
 		}
 	}
 	lost := l.lost

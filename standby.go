@@ -42,6 +42,24 @@ func (g *group) placeStandbys() {
 	for p.repairQuotas() || p.spreadRacks() {
 	}
 	p.retainCaught()
+	g.standbysAsListed = p.asListed()
+}
+
+// asListed reports whether every member's standbys are its Standby list
+// as reported: placement only kept reports (added, moved, matched and
+// retained none), and each member with a standby kept all of its list,
+// which it reported in topology order (group.sbListed). Kept reports of
+// a member are in its list, so as many are all of them.
+func (p *standbyPlan) asListed() bool {
+	if p.placed || len(p.excess) > 0 || p.sbExtra.start != nil {
+		return false
+	}
+	for m, c := range p.sbCount {
+		if c > 0 && c != p.sbListed[m] {
+			return false
+		}
+	}
+	return true
 }
 
 // standbyPlan is the state of placeStandbys. Task t's standbys are
@@ -65,6 +83,8 @@ type standbyPlan struct {
 	// kept, and fill then reads nothing per task. excess lists those with
 	// more, for matchExcess.
 	unkept, excess []int32
+	// placed is set once a standby is added or moved (add, moveStandby).
+	placed bool
 	// Warm moves (standby_warm.go): tasks where placement may drop a
 	// caught-up copy, and their old holders and ready learners.
 	dirty      []bool
@@ -580,6 +600,7 @@ func (p *standbyPlan) canHold(t, m int32) bool {
 }
 
 func (p *standbyPlan) add(t, m int32) {
+	p.placed = true
 	p.sbItems[p.sbStart[t]+p.have[t]] = m
 	p.have[t]++
 	p.sbCount[m]++
@@ -587,6 +608,7 @@ func (p *standbyPlan) add(t, m int32) {
 
 // moveStandby moves t's standby from member d to member u.
 func (p *standbyPlan) moveStandby(t, d, u int32) {
+	p.placed = true
 	p.markDirty(t)
 	slot := slices.Index(p.standbysOf(t), d)
 	p.sbItems[p.sbStart[t]+int32(slot)] = u
