@@ -33,10 +33,14 @@ type group struct {
 	staying   int // members not leaving
 	capTotal  int64
 
-	// heldAsListed[m] reports that m's held row is its Assigned list as
-	// reported, task for task (no Revoked, no task the topology lacks, in
-	// topology order): output then copies that list where m keeps it.
-	heldAsListed []bool
+	// assignedAsListed[m] reports that m's Assigned list as reported is,
+	// task for task, the Assigned part of its held row (in topology order,
+	// no task the topology lacks); the rest of the row, the tasks of its
+	// Revoked list, is then revokedHeld.row(m), in topology order. Output
+	// copies that list where m keeps it and loses no more than the row's
+	// Revoked part.
+	assignedAsListed []bool
+	revokedHeld      csr
 	// sbListed[m] is the length of m's Standby list when that list, as
 	// reported, is its standbys in topology order (none the topology
 	// lacks), else -1: output then copies that list where m keeps it

@@ -272,9 +272,10 @@ func (l *taskList) id(i int) string {
 }
 
 func newReader(g *group) reader {
-	var heldN, warmN, learningN, standbyMax, learningMax, readyMax int
+	var heldN, revokedN, warmN, learningN, standbyMax, learningMax, readyMax int
 	note := func(assigned, revoked, learning, ready, standby, lag int) {
 		heldN += assigned + revoked
+		revokedN += revoked
 		warmN += standby + lag
 		learningN += learning
 		standbyMax, learningMax, readyMax = max(standbyMax, standby), max(learningMax, learning), max(readyMax, ready)
@@ -294,7 +295,8 @@ func newReader(g *group) reader {
 	}
 	g.held = csr{start: s.int32s.make(n + 1), items: s.int32s.room(heldN)}
 	g.warmBy = csr{start: s.int32s.make(n + 1), items: s.int32s.room(warmN)}
-	g.heldAsListed = s.bools.make(n)
+	g.assignedAsListed = s.bools.make(n)
+	g.revokedHeld = csr{start: s.int32s.make(n + 1), items: s.int32s.room(revokedN)}
 	g.sbListed = s.int32s.make(n)
 	return reader{group: g, warmSb: s.bools.room(warmN),
 		standby: s.int32s.room(standbyMax), learning: s.int32s.room(learningMax), ready: s.int32s.room(readyMax)}
@@ -788,15 +790,21 @@ func (rd *reader) mark(t int32, id string, k uint8) (int32, string, error) {
 // usually list each in topology order, so the row is usually sorted
 // already (one comparison per task) or two sorted runs, merged in linear
 // time through a scratch buffer; only other rows pay for a sort. It notes
-// whether the row is the member's Assigned list as reported (see
-// group.heldAsListed).
+// whether the row's Assigned part is the member's Assigned list as
+// reported, and if so keeps its Revoked part (group.assignedAsListed).
 func (rd *reader) sortHeld() {
 	row := rd.held.items[rd.heldFrom:]
 	a, b := row[:rd.revokedFrom-rd.heldFrom], row[rd.revokedFrom-rd.heldFrom:]
+	sorted := slices.IsSorted(row)
+	runs := !sorted && slices.IsSorted(a) && slices.IsSorted(b)
+	if (sorted || runs) && len(a) == rd.m.assigned.len() { // none of Assigned unknown
+		rd.assignedAsListed[rd.rank] = true
+		rd.revokedHeld.items = append(rd.revokedHeld.items, b...) // before the merge overwrites b
+	}
+	rd.revokedHeld.start[rd.rank+1] = int32(len(rd.revokedHeld.items))
 	switch {
-	case slices.IsSorted(row):
-		rd.heldAsListed[rd.rank] = len(b) == 0 && len(a) == rd.m.assigned.len()
-	case slices.IsSorted(a) && slices.IsSorted(b):
+	case sorted:
+	case runs:
 		rd.merge = append(rd.merge[:0], a...)
 		a = rd.merge
 		i, j := 0, 0

@@ -108,12 +108,13 @@ type outLayout struct {
 	// first lostN[m] of what remains are member m's.
 	lost, lostN []int32
 	// asListed[m] reports that m's Assigned is the Assigned list it
-	// reported (group.heldAsListed: all of it kept) with the tasks it
+	// reported (group.assignedAsListed: all of it kept) with the tasks it
 	// gained this round merged in: output writes it from that list and
 	// gained[gainedFrom[m]:gainedFrom[m+1]] (mergeListed) instead of
 	// fill writing it task by task. In a stable group that is every
 	// member, with nothing gained; after a crash, all but the crashed
-	// member's, a few gaining a task each. The merge reads and writes in
+	// member's, a few gaining a task each; after a promotion, also the
+	// owners that revoked the promoted tasks. The merge reads and writes in
 	// order where fill's writes scatter over every member's list. By
 	// index that is the cheaper write; by ID, whenever the garbage
 	// collector marks (often, at the benchmarks' allocation rates) every
@@ -181,14 +182,8 @@ func (g *group) layout(withUnknown bool) outLayout {
 	l := outLayout{count: count, lostN: gained, asListed: g.scratch.bools.make(n), gainedFrom: g.scratch.int32s.make(n + 1)}
 	gainedN := int32(0)
 	for m := range int32(n) {
-		lostN := int32(0)
-		keepsAll := g.keepsHeld(m, count[int(m)*outLists+outAssigned]-gained[m])
-		l.asListed[m] = keepsAll && g.heldAsListed[m]
-		l.gainedFrom[m] = gainedN
-		if l.asListed[m] {
-			gainedN += gained[m]
-		}
-		l.perTask = l.perTask || !l.asListed[m] || count[int(m)*outLists+outLearned] > 0
+		kept, lost := count[int(m)*outLists+outAssigned]-gained[m], []int32(nil)
+		keepsAll := g.keepsHeld(m, kept)
 		if !keepsAll {
 			from := len(l.lost)
 			for _, t := range g.held.row(m) {
@@ -196,8 +191,26 @@ func (g *group) layout(withUnknown bool) outLayout {
 					l.lost = append(l.lost, t)
 				}
 			}
-			lostN = int32(len(l.lost) - from)
+			lost = l.lost[from:]
 		}
+		lostN := int32(len(lost))
+		// m's Assigned is the list it reported when it kept its whole
+		// held row and that row is the list, or (gaining nothing) when it
+		// lost exactly the row's Revoked part and kept as many tasks as
+		// remain: only held rows give a member tasks not placed this
+		// round, so those it kept are then the rest of its row, the list.
+		// The second is what every owner whose task's learner was ready
+		// reports and gets.
+		if g.assignedAsListed[m] {
+			revoked := g.revokedHeld.row(m)
+			l.asListed[m] = len(revoked) == 0 && keepsAll ||
+				gained[m] == 0 && kept == int32(len(g.held.row(m)))-lostN && slices.Equal(lost, revoked)
+		}
+		l.gainedFrom[m] = gainedN
+		if l.asListed[m] {
+			gainedN += gained[m]
+		}
+		l.perTask = l.perTask || !l.asListed[m] || count[int(m)*outLists+outLearned] > 0
 		l.lostN[m] = lostN
 		count[int(m)*outLists+outRevoked] = lostN
 		if withUnknown {
