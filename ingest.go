@@ -683,6 +683,12 @@ func (rd *reader) readHeld(l taskList, k, ifStaying, ifLeaving uint8) error {
 			}
 		}
 		held = append(held, t)
+	}
+	rd.held.items = held
+	// The claims, in a loop of their own. At a million tasks nearly every
+	// owner word is a cache miss; in the loop above, a lookup's worth of
+	// instructions apart, the processor could overlap few of them.
+	for _, t := range held[from:] {
 		if w := owner[t]; w == none {
 			owner[t] = mine
 		} else {
@@ -692,7 +698,6 @@ func (rd *reader) readHeld(l taskList, k, ifStaying, ifLeaving uint8) error {
 			}
 		}
 	}
-	rd.held.items = held
 	return nil
 }
 
