@@ -182,11 +182,24 @@ func (g *group) layout(withUnknown bool) outLayout {
 	l := outLayout{count: count, lostN: gained, asListed: g.scratch.bools.make(n), gainedFrom: g.scratch.int32s.make(n + 1)}
 	gainedN := int32(0)
 	for m := range int32(n) {
-		kept, lost := count[int(m)*outLists+outAssigned]-gained[m], []int32(nil)
-		keepsAll := g.keepsHeld(m, kept)
-		if !keepsAll {
+		row, revoked := g.held.row(m), g.revokedHeld.row(m)
+		kept := count[int(m)*outLists+outAssigned] - gained[m]
+		// Only held rows give a member tasks not placed this round, so
+		// those m kept are among its row. When its row's Assigned part is
+		// its reported list, it owns none of the row's Revoked part and
+		// kept as many tasks as the list has, it kept the list and lost
+		// the Revoked part: what every owner reports and gets whose task's
+		// learner was ready. That reads the owners of its revoked tasks
+		// only, not of its whole row.
+		onlyRevoked := g.assignedAsListed[m] && int(kept) == len(row)-len(revoked) && !g.ownsAny(m, revoked)
+		var lost []int32
+		switch {
+		case onlyRevoked:
+			lost = revoked
+			l.lost = append(l.lost, lost...)
+		case !g.keepsHeld(m, kept):
 			from := len(l.lost)
-			for _, t := range g.held.row(m) {
+			for _, t := range row {
 				if g.owner[t] != m {
 					l.lost = append(l.lost, t)
 				}
@@ -194,18 +207,10 @@ func (g *group) layout(withUnknown bool) outLayout {
 			lost = l.lost[from:]
 		}
 		lostN := int32(len(lost))
-		// m's Assigned is the list it reported when it kept its whole
-		// held row and that row is the list, or (gaining nothing) when it
-		// lost exactly the row's Revoked part and kept as many tasks as
-		// remain: only held rows give a member tasks not placed this
-		// round, so those it kept are then the rest of its row, the list.
-		// The second is what every owner whose task's learner was ready
-		// reports and gets.
-		if g.assignedAsListed[m] {
-			revoked := g.revokedHeld.row(m)
-			l.asListed[m] = len(revoked) == 0 && keepsAll ||
-				gained[m] == 0 && kept == int32(len(g.held.row(m)))-lostN && slices.Equal(lost, revoked)
-		}
+		// Its Assigned is then that list, with what it gained merged in
+		// (mergeListed merges into the row, which is the list only when
+		// nothing was revoked).
+		l.asListed[m] = onlyRevoked && (len(revoked) == 0 || gained[m] == 0)
 		l.gainedFrom[m] = gainedN
 		if l.asListed[m] {
 			gainedN += gained[m]
@@ -227,6 +232,16 @@ func (g *group) layout(withUnknown bool) outLayout {
 		l.size += c
 	}
 	return l
+}
+
+// ownsAny reports whether member m owns any of tasks.
+func (g *group) ownsAny(m int32, tasks []int32) bool {
+	for _, t := range tasks {
+		if g.owner[t] == m {
+			return true
+		}
+	}
+	return false
 }
 
 // windows returns member m's lists in buf as laid out by l, each nil
