@@ -1,6 +1,7 @@
 package learner_test
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -36,4 +37,35 @@ func TestAssignedCopiesDoNotAliasInput(t *testing.T) {
 		outIdx[i].Assigned[0] = 99
 	}
 	assert.Equal(t, learnertest.IndexedMembers(tasks, before), idx, "writing into AssignIndexed's output changed its input")
+}
+
+// Output copies the Assigned and Standby lists members reported where
+// they keep them (output.go's asListed, standby.go's standbysAsListed)
+// instead of writing them task by task. Over group histories (learners
+// getting ready, owners revoking, members joining, leaving and crashing,
+// standbys moving), every call's copies must write what writing every task
+// writes.
+func TestOutputCopiesWriteWhatFillWrites(t *testing.T) {
+	seed := baseSeed(t)
+	n := runs(60, 2000)
+	t.Logf("seed %d, %d histories", seed, n)
+	calls := 0
+	for i := range n {
+		s, err := learnertest.NewHistory(rand.New(rand.NewPCG(seed+uint64(i), 7)), i%2 == 1)
+		require.NoError(t, err)
+		a, err := New(s.Tasks, s.Options)
+		require.NoError(t, err)
+		s.Assign = func(in []MemberMetadata) ([]Assignment, error) {
+			calls++
+			out, err := a.Assign(in)
+			want, wantErr := a.AssignWritingEveryTask(in)
+			require.Equal(t, wantErr, err, "history %d (LEARNER_SEED=%d): Assign(%s) errs %v, writing every task %v",
+				i, seed, Rebalance{Tasks: s.Tasks, Options: s.Options, Members: in}, err, wantErr)
+			require.Equal(t, want, out, "history %d (LEARNER_SEED=%d): Assign(%s) =\n%swant (writing every task)\n%s",
+				i, seed, Rebalance{Tasks: s.Tasks, Options: s.Options, Members: in}, FormatAssignments(out), FormatAssignments(want))
+			return out, err
+		}
+		require.NoError(t, s.Run(100, nil), "history %d (LEARNER_SEED=%d)", i, seed)
+	}
+	t.Logf("%d calls", calls)
 }
