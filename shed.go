@@ -501,23 +501,38 @@ func (s *shedder) cutSegments(m, from, to, first int32) {
 	if tasks := s.movable[from:to]; !s.subsInOrder && !slices.IsSortedFunc(tasks, s.bySub) {
 		slices.SortStableFunc(tasks, s.bySub)
 	}
-	twin, twinEnd := first, int32(len(s.segs))
-	for i := from; i < to; {
-		sub := s.sub[s.movable[i]]
-		j := i + 1
-		for j < to && s.sub[s.movable[j]] == sub {
-			j++
+	// The loop runs once per movable task, so it keeps the lists, m's
+	// row of the dense table and its largest count in locals: through s,
+	// every append stored the list's header back and every count m's
+	// bound (cachegrind of a scale-up at 1,000 members and 100,000 tasks:
+	// 90 instructions a task that way, 72 this way). countField reads m's
+	// earlier segments through s.segs, whose backing array the appends
+	// share: it was allocated at its bound (copyRows).
+	movable, segs, subOf, sp := s.movable, s.segs, s.sub, s.spread
+	counts, most := sp.dense[m*sp.subs:(m+1)*sp.subs], int32(0)
+	twin, twinEnd := first, int32(len(segs))
+	// Each task's subtopology is read once: the read that ends a run
+	// starts the next.
+	for i, sub := from, subOf[movable[from]]; i < to; {
+		j, next := i+1, int32(none)
+		for ; j < to; j++ {
+			if next = subOf[movable[j]]; next != sub {
+				break
+			}
 		}
 		var n int32
 		if s.countRuns {
 			n = j - i
-			s.spread.putDense(m, sub, n)
+			counts[sub] = n
+			most = max(most, n)
 		} else {
-			n = s.countField(sub, s.spread.dense[m*s.spread.subs+sub], &twin, twinEnd)
+			n = s.countField(sub, counts[sub], &twin, twinEnd)
 		}
-		s.segs = append(s.segs, newSegment(sub, n, s.movable, i, j))
-		i = j
+		segs = append(segs, newSegment(sub, n, movable, i, j))
+		i, sub = j, next
 	}
+	s.segs = segs
+	sp.max[m] = max(sp.max[m], most)
 }
 
 // countRow counts the runs of one subtopology in member m's held row into
