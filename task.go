@@ -59,7 +59,7 @@ func newTopology(tasks []Task) (topology, error) {
 	tp := topology{idAt: make([]int, 1, len(tasks)+1), index: newTaskIndex()}
 	size := 0
 	for _, t := range tasks {
-		size += len(t.ID)
+		size += min(len(t.ID), MaxIDLen) // a longer one is refused below: room for no more
 	}
 	var ids strings.Builder
 	ids.Grow(size)
