@@ -17,7 +17,24 @@ func (a *Assignor) AssignWritingEveryTask(members []MemberMetadata) ([]Assignmen
 		return nil, err
 	}
 	defer putScratch(&a.scratch, s, true)
+	g.noCopies()
+	return g.output(), nil
+}
+
+// AssignIndexedWritingEveryTask is AssignWritingEveryTask for
+// AssignIndexed.
+func (a *Assignor) AssignIndexedWritingEveryTask(members []IndexedMember) ([]IndexedAssignment, error) {
+	g, s, err := a.assign(reports{byIndex: members})
+	if err != nil {
+		return nil, err
+	}
+	defer putScratch(&a.scratch, s, true)
+	g.noCopies()
+	return g.outputIndexed(), nil
+}
+
+// noCopies turns output's copies of reported lists off.
+func (g *group) noCopies() {
 	clear(g.assignedAsListed)
 	g.standbysAsListed = false
-	return g.output(), nil
 }

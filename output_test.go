@@ -41,7 +41,7 @@ func TestAssignedCopiesDoNotAliasInput(t *testing.T) {
 
 // Output copies the Assigned and Standby lists members reported where
 // they keep them (output.go's asListed, standby.go's standbysAsListed)
-// instead of writing them task by task. Over group histories (learners
+// instead of writing them task by task, by ID and by index. Over group histories (learners
 // getting ready, owners revoking, members joining, leaving and crashing,
 // standbys moving), every call's copies must write what writing every task
 // writes.
@@ -63,6 +63,12 @@ func TestOutputCopiesWriteWhatFillWrites(t *testing.T) {
 				i, seed, Rebalance{Tasks: s.Tasks, Options: s.Options, Members: in}, err, wantErr)
 			require.Equal(t, want, out, "history %d (LEARNER_SEED=%d): Assign(%s) =\n%swant (writing every task)\n%s",
 				i, seed, Rebalance{Tasks: s.Tasks, Options: s.Options, Members: in}, FormatAssignments(out), FormatAssignments(want))
+			idx := learnertest.IndexedMembers(s.Tasks, in)
+			outIdx, err := a.AssignIndexed(idx)
+			wantIdx, wantErr := a.AssignIndexedWritingEveryTask(idx)
+			require.Equal(t, wantErr, err, "history %d (LEARNER_SEED=%d): AssignIndexed errs %v, writing every task %v", i, seed, err, wantErr)
+			require.Equal(t, wantIdx, outIdx, "history %d (LEARNER_SEED=%d): AssignIndexed(%s) = %v, want (writing every task) %v",
+				i, seed, Rebalance{Tasks: s.Tasks, Options: s.Options, Members: in}, outIdx, wantIdx)
 			return out, err
 		}
 		require.NoError(t, s.Run(100, nil), "history %d (LEARNER_SEED=%d)", i, seed)
