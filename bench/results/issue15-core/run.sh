@@ -1,7 +1,11 @@
 #!/bin/sh
 # Interleaved runs of the core benchmarks of base (main) and final (this
 # branch). Build the binaries first (see RUN.txt) into the current
-# directory; results go to $R.
+# directory; results go to $R. ROUNDS1K and ROUNDS10K set the rounds at
+# each size (6 and 3), ASSIGN and FLOOR the benchmark patterns' first parts
+# (Assign, which also runs BenchmarkAssignIndexed, and Floor; anchored,
+# ^BenchmarkAssign$ runs it alone), and RSS=no skips the peak-RSS runs; the
+# defaults are the earlier passes'.
 R=${R:-results}
 mkdir -p $R
 { date; uptime; } > $R/start.txt
@@ -13,14 +17,15 @@ interleave() {
 		pair="base final"
 		[ $((round % 2)) = 0 ] && pair="final base"
 		for bin in $pair; do
-			./$bin.test -test.run '^$' -test.bench "Assign/$3/" -test.benchtime "$2" >>$R/core-$bin.txt
+			./$bin.test -test.run '^$' -test.bench "${ASSIGN:-Assign}/$3/" -test.benchtime "$2" >>$R/core-$bin.txt
 		done
-		./final.test -test.run '^$' -test.bench "Floor/$3/" -test.benchtime "$2" >>$R/core-floor.txt
+		./final.test -test.run '^$' -test.bench "${FLOOR:-Floor}/$3/" -test.benchtime "$2" >>$R/core-floor.txt
 		{ date; uptime; } >>$R/progress.txt
 	done
 }
-interleave 6 40x 'members=1000$/tasks=100000'
-interleave 3 8x 'members=10000/tasks=1000000'
+interleave "${ROUNDS1K:-6}" 40x 'members=1000$/tasks=100000'
+interleave "${ROUNDS10K:-3}" 8x 'members=10000/tasks=1000000'
+[ "${RSS:-yes}" = no ] && { { date; uptime; } > $R/end.txt; exit 0; }
 
 # The RSS runs name each benchmark exactly: peak RSS is the whole
 # process's, and "Assign/..." also matches BenchmarkAssignIndexed, which
