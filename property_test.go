@@ -54,13 +54,19 @@ var propertySpec = learnertest.Spec{MaxMembers: 60, MaxTasks: 400, Features: tru
 // TestPropertyGeneratedGroups runs Assign on generated groups and checks
 // every invariant (checkAssign). It also counts what the groups contained
 // and fails if some situation never came up: a generator that drifted would
-// otherwise make the test pass without testing it.
+// otherwise make the test pass without testing it. That count is checked
+// from 1,000 groups on: the rarest situation, the band checked, comes up in
+// about 2.7% of groups, so the 200 groups of -short miss it in about one
+// run in 220 (seed 10188470035413013394), while 2,000 groups see about 54
+// against the 10 asked.
 func TestPropertyGeneratedGroups(t *testing.T) {
 	n := runs(2000, 100000)
 	seen := checkGenerated(t, propertySpec, 1, n, learnertest.Traits, checkRules)
 	for _, trait := range learnertest.AllTraits() {
 		t.Logf("%6d groups with %s", seen[trait], trait)
-		assert.GreaterOrEqual(t, seen[trait], n/200, "only %d of %d groups with %s: the generator no longer tests it", seen[trait], n, trait)
+		if n >= 1000 {
+			assert.GreaterOrEqual(t, seen[trait], n/200, "only %d of %d groups with %s: the generator no longer tests it", seen[trait], n, trait)
+		}
 	}
 }
 
