@@ -12,29 +12,23 @@ var ParseSubtopologyID = parseSubtopologyID
 // turned off (outLayout.asListed, group.standbysAsListed): fill then writes
 // every list task by task, the general way the copies must agree with.
 func (a *Assignor) AssignWritingEveryTask(members []MemberMetadata) ([]Assignment, error) {
-	g, s, err := a.assign(reports{byID: members})
-	if err != nil {
-		return nil, err
-	}
-	defer putScratch(&a.scratch, s, true)
-	g.noCopies()
-	return g.output(), nil
+	return writingEveryTask(a, reports{byID: members}, (*group).output)
 }
 
 // AssignIndexedWritingEveryTask is AssignWritingEveryTask for
 // AssignIndexed.
 func (a *Assignor) AssignIndexedWritingEveryTask(members []IndexedMember) ([]IndexedAssignment, error) {
-	g, s, err := a.assign(reports{byIndex: members})
+	return writingEveryTask(a, reports{byIndex: members}, (*group).outputIndexed)
+}
+
+// writingEveryTask is the call both share: assign, the copies off, output.
+func writingEveryTask[T any](a *Assignor, in reports, output func(*group) []T) ([]T, error) {
+	g, s, err := a.assign(in)
 	if err != nil {
 		return nil, err
 	}
 	defer putScratch(&a.scratch, s, true)
-	g.noCopies()
-	return g.outputIndexed(), nil
-}
-
-// noCopies turns output's copies of reported lists off.
-func (g *group) noCopies() {
 	clear(g.assignedAsListed)
 	g.standbysAsListed = false
+	return output(g), nil
 }

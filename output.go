@@ -108,8 +108,8 @@ type outLayout struct {
 	// first lostN[m] of what remains are member m's.
 	lost, lostN []int32
 	// asListed[m] reports that m's Assigned is the Assigned list it
-	// reported (group.assignedAsListed: all of it kept) with the tasks it
-	// gained this round merged in: output writes it from that list and
+	// reported (group.assignedAsListed: all of it kept, none of the rest
+	// of its held row) with the tasks it gained this round merged in: output writes it from that list and
 	// gained[gainedFrom[m]:gainedFrom[m+1]] (mergeListed) instead of
 	// fill writing it task by task. In a stable group that is every
 	// member, with nothing gained; after a crash, all but the crashed
