@@ -57,10 +57,16 @@ func (a *Assignor) Options() Options { return a.opts }
 // empty slice. Conflicting or stale reports (two members claiming one task,
 // tasks the topology no longer has, learners of ownerless tasks) are resolved,
 // never lost or duplicated; malformed reports are an error wrapping
-// ErrInvalidMember that names the member and the task. The returned slices
-// are new, but their task ID strings may be the members' own (a string is
-// immutable, so sharing it is safe; it keeps the input's strings reachable
-// while the output is).
+// ErrInvalidMember that names the member and the task.
+//
+// A list a member keeps as it reported it (Assigned or Standby, every
+// member's at a fixed point) comes back as that member's own slice, not a
+// copy: copying them was most of what Assign allocated. Every returned
+// slice is capped, so appending to one copies it; editing one in place
+// edits the member's report too, so copy before sorting or filtering a
+// list in place if the reports are still in use. Other task ID strings
+// may be the members' own as well (strings are immutable: sharing them is
+// safe, and keeps them reachable while the output is).
 func (a *Assignor) Assign(members []MemberMetadata) ([]Assignment, error) {
 	g, s, err := a.assign(reports{byID: members})
 	if err != nil {

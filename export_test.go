@@ -8,9 +8,9 @@ package learner
 // form the assignor spreads by.
 var ParseSubtopologyID = parseSubtopologyID
 
-// AssignWritingEveryTask is Assign with output's copies of reported lists
+// AssignWritingEveryTask is Assign with output's reuse of reported lists
 // turned off (outLayout.asListed, group.standbysAsListed): fill then writes
-// every list task by task, the general way the copies must agree with.
+// every list task by task, the general way the reuse must agree with.
 func (a *Assignor) AssignWritingEveryTask(members []MemberMetadata) ([]Assignment, error) {
 	return writingEveryTask(a, reports{byID: members}, (*group).output)
 }
@@ -21,7 +21,7 @@ func (a *Assignor) AssignIndexedWritingEveryTask(members []IndexedMember) ([]Ind
 	return writingEveryTask(a, reports{byIndex: members}, (*group).outputIndexed)
 }
 
-// writingEveryTask is the call both share: assign, the copies off, output.
+// writingEveryTask is the call both share: assign, the reuse off, output.
 func writingEveryTask[T any](a *Assignor, in reports, output func(*group) []T) ([]T, error) {
 	g, s, err := a.assign(in)
 	if err != nil {

@@ -69,9 +69,9 @@ type group struct {
 	sbExtra                  csr     // per task: caught-up copies kept while new ones replay (standby_warm.go)
 	// standbysAsListed reports that placement kept every member's
 	// standbys as it reported them (sbListed) and placed none: output
-	// copies each Standby list instead of writing the standbys task by
-	// task, and counts them from sbCount. That is a stable group's
-	// standby placement, its fixed point.
+	// returns each Standby list that keeps a standby (sbCount) as
+	// reported instead of writing the standbys task by task. That is a
+	// stable group's standby placement, its fixed point.
 	standbysAsListed bool
 }
 

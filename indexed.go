@@ -64,7 +64,9 @@ type IndexedAssignment struct {
 // same assignments (by index), the same errors for the same malformed
 // reports, from the same code. It returns one IndexedAssignment per
 // member, in natural order of member ID; with no members, an empty slice.
-// Like Assign it never mutates members and depends on nothing else.
+// Like Assign it never mutates members and depends on nothing else, and
+// it returns a list a member keeps as reported as that member's own slice,
+// capped.
 //
 // Besides Assign's errors, an index outside the topology and a Stale task
 // that is malformed, repeated or in the topology are errors wrapping

@@ -62,8 +62,9 @@ type TaskLag struct {
 // Assignment is the leader's answer to one member: what it runs from now on.
 //
 // Lists are in the topology's task order and never nil-versus-empty
-// sensitive. A member compares Assigned with what it runs: tasks it runs
-// that are not in Assigned are in Revoked and must be closed.
+// sensitive; a list may be the member's reported one (see Assign). A member
+// compares Assigned with what it runs: tasks it runs that are not in
+// Assigned are in Revoked and must be closed.
 type Assignment struct {
 	// MemberID is the ID of the member this assignment is for.
 	MemberID string

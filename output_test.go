@@ -12,36 +12,48 @@ import (
 	"github.com/learnerassignor/learner/learnertest"
 )
 
-// A member that keeps the Assigned list it reported gets a copy of it
-// (output.go's asListed), by ID and by index: writing into what Assign and
-// AssignIndexed return must leave their input as it was.
-func TestAssignedCopiesDoNotAliasInput(t *testing.T) {
+// A member that keeps the Assigned and Standby lists it reported gets
+// those lists back (output.go's reported), by ID and by index, as Assign
+// documents: the same memory, capped, so that appending to a returned
+// list copies it and leaves the input as it was.
+func TestKeptListsComeBackCapped(t *testing.T) {
 	tasks := tasksT(6)
-	a, err := New(tasks, Options{})
+	a, err := New(tasks, Options{Standbys: 1})
 	require.NoError(t, err)
-	in := []MemberMetadata{{ID: "S1", Assigned: []string{"T1", "T2", "T3"}}, {ID: "S2", Assigned: []string{"T4", "T5", "T6"}}}
+	in := []MemberMetadata{
+		{ID: "S1", Assigned: []string{"T1", "T2", "T3"}, Standby: []string{"T4", "T5", "T6"}},
+		{ID: "S2", Assigned: []string{"T4", "T5", "T6"}, Standby: []string{"T1", "T2", "T3"}},
+	}
 	before := learnertest.CloneMembers(in)
 	out, err := a.Assign(in)
 	require.NoError(t, err)
-	require.Equal(t, before[0].Assigned, out[0].Assigned, "Assign(%v) = %v, want the input back", in, out)
 	for i := range out {
-		out[i].Assigned[0] = "changed"
+		require.Equal(t, before[i].Assigned, out[i].Assigned, "Assign(%v)[%d].Assigned = %v, want the input back", before, i, out[i].Assigned)
+		require.Equal(t, before[i].Standby, out[i].Standby, "Assign(%v)[%d].Standby = %v, want the input back", before, i, out[i].Standby)
+		assert.Same(t, &in[i].Assigned[0], &out[i].Assigned[0], "Assign(...)[%d].Assigned is a copy, want the member's own list", i)
+		assert.Same(t, &in[i].Standby[0], &out[i].Standby[0], "Assign(...)[%d].Standby is a copy, want the member's own list", i)
+		out[i].Assigned = append(out[i].Assigned, "appended")
+		out[i].Standby = append(out[i].Standby, "appended")
 	}
-	assert.True(t, reflect.DeepEqual(before, in), "writing into Assign's output changed its input:\nbefore %+v\nafter  %+v", before, in)
+	assert.True(t, reflect.DeepEqual(before, in), "appending to Assign's output changed its input:\nbefore %+v\nafter  %+v", before, in)
 
 	idx := learnertest.IndexedMembers(tasks, before)
 	outIdx, err := a.AssignIndexed(idx)
 	require.NoError(t, err)
-	require.Equal(t, idx[1].Assigned, outIdx[1].Assigned, "AssignIndexed(%v) = %v, want the input back", idx, outIdx)
 	for i := range outIdx {
-		outIdx[i].Assigned[0] = 99
+		require.Equal(t, idx[i].Assigned, outIdx[i].Assigned, "AssignIndexed(%v)[%d].Assigned = %v, want the input back", idx, i, outIdx[i].Assigned)
+		assert.Same(t, &idx[i].Assigned[0], &outIdx[i].Assigned[0], "AssignIndexed(...)[%d].Assigned is a copy, want the member's own list", i)
+		assert.Same(t, &idx[i].Standby[0], &outIdx[i].Standby[0], "AssignIndexed(...)[%d].Standby is a copy, want the member's own list", i)
+		outIdx[i].Assigned = append(outIdx[i].Assigned, 99)
+		outIdx[i].Standby = append(outIdx[i].Standby, 99)
 	}
-	assert.Equal(t, learnertest.IndexedMembers(tasks, before), idx, "writing into AssignIndexed's output changed its input")
+	assert.Equal(t, learnertest.IndexedMembers(tasks, before), idx, "appending to AssignIndexed's output changed its input")
 }
 
-// Output copies the Assigned and Standby lists members reported where
-// they keep them (output.go's asListed, standby.go's standbysAsListed)
-// instead of writing them task by task, by ID and by index. Over group histories (learners
+// Output returns (or merges into) the Assigned and Standby lists members
+// reported where they keep them (output.go's asListed, standby.go's
+// standbysAsListed) instead of writing them task by task, by ID and by
+// index. Over group histories (learners
 // getting ready, owners revoking, members joining, leaving and crashing,
 // standbys moving), every call's copies must write what writing every task
 // writes.

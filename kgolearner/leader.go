@@ -576,10 +576,12 @@ type keep struct{ keeper, task int32 }
 // redo rewrites member i's lists after its deferrals: the deferred tasks of
 // its active ones move to its learning ones, and the tasks it keeps join
 // its active and learned ones and leave Revoked and Standby. Every list
-// stays ascending.
+// stays ascending. Assigned and Standby may be the lists the member
+// reported (AssignIndexed returns those it keeps), so they are filtered
+// into new slices, never in place.
 func (h *handOff) redo(i int, keeps []int32) {
 	as := &h.sent[i]
-	stay := as.Assigned[:0]
+	stay := make([]int32, 0, len(as.Assigned))
 	var moved []int32
 	for _, t := range as.Assigned {
 		if h.deferred[t] == notDeferred {
@@ -599,7 +601,7 @@ func (h *handOff) redo(i int, keeps []int32) {
 			return found
 		}
 		as.Revoked = slices.DeleteFunc(as.Revoked, kept)
-		as.Standby = slices.DeleteFunc(as.Standby, kept)
+		as.Standby = slices.DeleteFunc(slices.Clone(as.Standby), kept)
 	}
 	if len(moved) > 0 {
 		as.Learning = merge(as.Learning, moved)

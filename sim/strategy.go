@@ -300,8 +300,10 @@ func holdMoved(as []learner.Assignment, joins []learner.MemberMetadata, index ma
 		}
 	}
 	byIndex := func(x, y string) int { return index[x] - index[y] }
+	// Assign may return the joins' own lists (those a member keeps), so
+	// a list is filtered into a new slice, never in place.
 	drop := func(l []string, id string) []string {
-		return slices.DeleteFunc(l, func(x string) bool { return x == id })
+		return slices.DeleteFunc(slices.Clone(l), func(x string) bool { return x == id })
 	}
 	add := func(l []string, id string) []string {
 		if slices.Contains(l, id) {
