@@ -132,8 +132,8 @@ func (g *group) warmBetter(i, j int32) bool {
 // then the least loaded member. (Ready learners of orphans, and learners
 // of stateless ones, were placed by resolveLearners.)
 func (g *group) placeOrphans() {
-	if len(g.load) == 0 {
-		return
+	if len(g.load) == 0 || g.owned == g.numTasks() {
+		return // nobody to place with, or no task without an owner
 	}
 	var rest []int32
 	for t, o := range g.owner {

@@ -56,10 +56,17 @@ type group struct {
 	// tasks a key per task was 16 MB per call.
 	keyAt       []int32
 	learnerKeys []learnerKey
-	fixed       []bool        // placed this round: not to be moved again
-	warm        csr           // members with local state for the task (standby or lag); nil start when none has and no standbys are placed
-	warmLag     []reportedLag // nil when no member reported a lag (see warmLagAt)
-	warmIsSb    []bool
+	fixed       []bool // placed this round: not to be moved again
+	// owned counts the tasks ingest found a holder for, and placed
+	// records whether setOwner ever ran: two passes over every task
+	// (placeOrphans' search for ownerless tasks, heldIsPlanned's for a
+	// fixed one) are skipped when they cannot find anything, as in every
+	// group where each task has an owner and no learner is ready.
+	owned    int
+	placed   bool
+	warm     csr           // members with local state for the task (standby or lag); nil start when none has and no standbys are placed
+	warmLag  []reportedLag // nil when no member reported a lag (see warmLagAt)
+	warmIsSb []bool
 
 	learnersInFlight int // learners kept or placed, for Options.MaxLearners
 
@@ -162,6 +169,7 @@ func (g *group) warmLagAt(i int32) reportedLag {
 func (g *group) setOwner(t, m int32) {
 	g.owner[t] = m
 	g.fixed[t] = true
+	g.placed = true
 }
 
 // keepsHeld reports whether member m still owns every task of its held

@@ -688,9 +688,11 @@ func (rd *reader) readHeld(l taskList, k, ifStaying, ifLeaving uint8) error {
 	// The claims, in a loop of their own. At a million tasks nearly every
 	// owner word is a cache miss; in the loop above, a lookup's worth of
 	// instructions apart, the processor could overlap few of them.
+	claimed := 0
 	for _, t := range held[from:] {
 		if w := owner[t]; w == none {
 			owner[t] = mine
+			claimed++
 		} else {
 			rd.contested = true
 			if mine < w { // the best class wins; members come in rank order, so the first wins ties
@@ -698,6 +700,7 @@ func (rd *reader) readHeld(l taskList, k, ifStaying, ifLeaving uint8) error {
 			}
 		}
 	}
+	rd.owned += claimed
 	return nil
 }
 

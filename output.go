@@ -153,11 +153,14 @@ type outLayout struct {
 	gained     []int32 // filled by fill, gainedNext[m] its next slot for m
 	gainedFrom []int32
 	gainedNext []int32
-	// perTask reports that fill's pass over every task writes something:
-	// some member is not asListed or gained a task, or some task has a
-	// learner. In a stable group it has nothing to write, and skipping it
-	// saves a read of three per-task arrays.
-	perTask bool
+	// byOwner reports that fill must go by every task's owner: some
+	// member is not asListed or gained a task. learners reports that
+	// some task has a learner. Without either, fill has no task to write
+	// (a stable group), and without byOwner only the learned tasks, which
+	// it finds by reading the learners alone (a scale-up, every promotion
+	// of a learner that is not ready): that saves reading two of three
+	// per-task arrays.
+	byOwner, learners bool
 }
 
 // gainedBy returns the tasks asListed member m gained, as fill found them.
@@ -239,7 +242,8 @@ func (g *group) layout(withUnknown bool) outLayout {
 		if l.asListed[m] {
 			gainedN += gained[m]
 		}
-		l.perTask = l.perTask || !l.asListed[m] || count[int(m)*outLists+outLearned] > 0
+		l.byOwner = l.byOwner || !l.asListed[m]
+		l.learners = l.learners || count[int(m)*outLists+outLearned] > 0
 		l.lostN[m] = lostN
 		count[int(m)*outLists+outRevoked] = lostN
 		if withUnknown {
@@ -247,7 +251,7 @@ func (g *group) layout(withUnknown bool) outLayout {
 		}
 	}
 	l.gainedFrom[n] = gainedN
-	l.perTask = l.perTask || gainedN > 0
+	l.byOwner = l.byOwner || gainedN > 0
 	l.gained = g.scratch.int32s.make(int(gainedN))
 	l.gainedNext = append(g.scratch.int32s.room(n), l.gainedFrom[:n]...)
 	l.next = g.scratch.int32s.make(n * outLists)
@@ -298,7 +302,15 @@ func (g *group) fill(l *outLayout, ids []string, idx []int32) {
 		}
 		next[i]++
 	}
-	if l.perTask { // else it has nothing to write
+	if !l.byOwner && l.learners {
+		for t, lr := range g.learner {
+			if lr != none {
+				put(g.owner[t], outLearned, int32(t))
+				put(lr, outLearning, int32(t))
+			}
+		}
+	}
+	if l.byOwner {
 		asListed, gained, gainedNext := l.asListed, l.gained, l.gainedNext
 		for t, o := range g.owner {
 			if o == none {

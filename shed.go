@@ -317,9 +317,9 @@ func (s *shedder) dealHeld() bool {
 // this round (a scale-up), and subtopologies follow topology order, in
 // which ingest sorted the rows. resolveLearners, placeOrphans and
 // handOverLeaving leave a learner only where they count one in
-// learnersInFlight, and every placement marks its task fixed.
+// learnersInFlight, and every placement goes through setOwner (placed).
 func (g *group) heldIsPlanned() bool {
-	return !g.contested && g.learnersInFlight == 0 && g.subsInOrder && !slices.Contains(g.fixed, true)
+	return !g.contested && g.learnersInFlight == 0 && g.subsInOrder && !g.placed
 }
 
 // dealtTask is a task dealt to the member that plans it: the task, and
