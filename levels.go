@@ -2,6 +2,7 @@ package learner
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -37,12 +38,24 @@ type donorQueue interface {
 // one pass over the members, at most once per load value the minimum
 // passes through, so the passes cost O(members · tasks/members) = O(tasks)
 // over a whole loop.
+//
+// Most of those passes are not needed: when the members at a level have
+// all risen and no other member is at the next level, the next level's
+// members are those same members, in the same order (a scale-up's new
+// members rise together from zero, far below everyone else). above, a
+// lower bound of the loads of the members outside cur, says when: collect
+// sets it, and fix lowers it for any member that is not the one top
+// returned, which covers a donor whose load fell (the caller fixes it)
+// and a member given a task out of turn. In cachegrind of a scale-up at
+// 1,000 members and 100,000 tasks the passes were 4% of the call.
 type risingQueue struct {
 	load    []int32
 	members []int32 // in rank order
 	level   int32   // the lowest load
 	cur     []int32 // members at level, in rank order; cur[:at] have risen
 	at      int
+	above   int32
+	lifted  bool // level was reached without collect, and nobody found at it yet
 }
 
 func newRisingQueue(load, members []int32) *risingQueue {
@@ -55,16 +68,21 @@ func newRisingQueue(load, members []int32) *risingQueue {
 // passes over every member once per level, so it works in locals: through
 // q, the level and the list's header were stored back at every member.
 func (q *risingQueue) collect() {
-	load, cur, level := q.load, q.cur[:0], int32(0)
+	load, cur, level, above := q.load, q.cur[:0], int32(0), int32(math.MaxInt32)
 	for _, m := range q.members {
 		switch l := load[m]; {
 		case len(cur) == 0 || l < level:
+			if len(cur) > 0 {
+				above = level // the members collected so far
+			}
 			level, cur = l, append(cur[:0], m)
 		case l == level:
 			cur = append(cur, m)
+		default:
+			above = min(above, l)
 		}
 	}
-	q.cur, q.at, q.level = cur, 0, level
+	q.cur, q.at, q.level, q.above, q.lifted = cur, 0, level, above, false
 }
 
 func (q *risingQueue) top() int32 {
@@ -74,14 +92,26 @@ func (q *risingQueue) top() int32 {
 	for {
 		for ; q.at < len(q.cur); q.at++ {
 			if m := q.cur[q.at]; q.load[m] == q.level {
+				q.lifted = false
 				return m
 			}
+		}
+		if q.above > q.level+1 && !q.lifted {
+			// Every member of cur is above level, the rest above
+			// level+1: level+1 holds those of cur at it, in order.
+			// (Once: a level found empty that way is collected.)
+			q.level, q.at, q.lifted = q.level+1, 0, true
+			continue
 		}
 		q.collect()
 	}
 }
 
-func (q *risingQueue) fix(int32) {}
+func (q *risingQueue) fix(m int32) {
+	if q.at == len(q.cur) || q.cur[q.at] != m {
+		q.above = min(q.above, q.load[m])
+	}
+}
 
 // fallingQueue yields the most loaded of its members, the first in a
 // given order (place) on ties: balancing's donors with equal capacities.

@@ -22,7 +22,9 @@ func TestLevelQueuesMatchHeaps(t *testing.T) {
 		r.Shuffle(n, func(i, j int) { place[i], place[j] = place[j], place[i] })
 		copy(queueLoad, heapLoad)
 
-		// Receivers: the top receives; now and then another member gains too.
+		// Receivers: the top receives; now and then another member gains
+		// too, and now and then a member two or more above the top gives
+		// one (a donor: it stays above the level the top left).
 		lighter := func(a, b int32) bool { return heapLoad[a] < heapLoad[b] || heapLoad[a] == heapLoad[b] && a < b }
 		h, q := newMemberHeap(n, lighter), newRisingQueue(queueLoad, append([]int32(nil), members...))
 		for _, m := range members {
@@ -33,6 +35,7 @@ func TestLevelQueuesMatchHeaps(t *testing.T) {
 			if want != got {
 				t.Fatalf("round %d step %d: risingQueue.top() = %d, heap says %d (loads %v)", round, step, got, want, heapLoad)
 			}
+			level := heapLoad[want]
 			for _, m := range []int32{want, int32(r.IntN(n))} {
 				heapLoad[m]++
 				queueLoad[m]++
@@ -41,6 +44,12 @@ func TestLevelQueuesMatchHeaps(t *testing.T) {
 				if r.IntN(3) > 0 {
 					break
 				}
+			}
+			if d := int32(r.IntN(n)); r.IntN(4) == 0 && heapLoad[d] >= level+2 {
+				heapLoad[d]--
+				queueLoad[d]--
+				h.fix(d)
+				q.fix(d)
 			}
 		}
 

@@ -175,17 +175,36 @@ func (g *group) layout(withUnknown bool) outLayout {
 	n := len(g.load)
 	count := g.scratch.int32s.make(n * outLists)
 	gained := g.scratch.int32s.make(n) // per member: tasks it owns and did not report holding
-	for t, o := range g.owner {
-		if o == none {
-			continue
+	if g.contested || g.placed {
+		for t, o := range g.owner {
+			if o == none {
+				continue
+			}
+			count[int(o)*outLists+outAssigned]++
+			if g.fixed[t] {
+				gained[o]++
+			}
+			if l := g.learner[t]; l != none {
+				count[int(o)*outLists+outLearned]++
+				count[int(l)*outLists+outLearning]++
+			}
 		}
-		count[int(o)*outLists+outAssigned]++
-		if g.fixed[t] {
-			gained[o]++
+	} else {
+		// Every task's owner is the one member that reported holding it
+		// (keepsHeld says why), so each member owns its held row and
+		// gained nothing; only the learned tasks need counting, found by
+		// reading the learners alone (as fill does).
+		for m := range int32(n) {
+			count[int(m)*outLists+outAssigned] = int32(len(g.held.row(m)))
 		}
-		if l := g.learner[t]; l != none {
-			count[int(o)*outLists+outLearned]++
-			count[int(l)*outLists+outLearning]++
+		for t, l := range g.learner {
+			if l == none {
+				continue
+			}
+			if o := g.owner[t]; o != none {
+				count[int(o)*outLists+outLearned]++
+				count[int(l)*outLists+outLearning]++
+			}
 		}
 	}
 	if !g.standbysAsListed { // else output returns the reported lists
@@ -304,8 +323,11 @@ func (g *group) fill(l *outLayout, ids []string, idx []int32) {
 	}
 	if !l.byOwner && l.learners {
 		for t, lr := range g.learner {
-			if lr != none {
-				put(g.owner[t], outLearned, int32(t))
+			if lr == none {
+				continue
+			}
+			if o := g.owner[t]; o != none {
+				put(o, outLearned, int32(t))
 				put(lr, outLearning, int32(t))
 			}
 		}
