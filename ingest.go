@@ -495,7 +495,7 @@ func (rd *reader) read(r int32) error {
 	// entries usually arrive sorted: checking costs one comparison per
 	// entry, sorting several. Without lags they are its standbys, in
 	// Standby's order, and checking that list is cheaper still.
-	rising := slices.IsSorted(rd.standby) // no repeats: a repeat is an error
+	rising := rd.unstamped || slices.IsSorted(rd.standby) // read rising, or checked; no repeats: a repeat is an error
 	rd.sbListed[r] = -1
 	if rising && len(rd.standby) == rd.m.standby.len() {
 		rd.sbListed[r] = int32(len(rd.standby))
@@ -803,8 +803,14 @@ func (rd *reader) mark(t int32, id string, k uint8) (int32, string, error) {
 func (rd *reader) sortHeld() {
 	row := rd.held.items[rd.heldFrom:]
 	a, b := row[:rd.revokedFrom-rd.heldFrom], row[rd.revokedFrom-rd.heldFrom:]
-	sorted := slices.IsSorted(row)
-	runs := !sorted && slices.IsSorted(a) && slices.IsSorted(b)
+	var sorted, runs bool
+	if rd.unstamped { // each list was read rising: no need to check
+		sorted = len(a) == 0 || len(b) == 0 || a[len(a)-1] < b[0]
+		runs = !sorted
+	} else {
+		sorted = slices.IsSorted(row)
+		runs = !sorted && slices.IsSorted(a) && slices.IsSorted(b)
+	}
 	if (sorted || runs) && len(a) == rd.m.assigned.len() { // none of Assigned unknown
 		rd.assignedAsListed[rd.rank] = true
 		rd.revokedHeld.items = append(rd.revokedHeld.items, b...) // before the merge overwrites b

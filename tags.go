@@ -41,6 +41,15 @@ func (g *group) learnerKey(t int32) learnerKey { return g.learnerKeys[g.keyAt[t]
 // Leaving members learn nothing; their learners matter only when no member
 // stays.
 func (g *group) resolveLearners() {
+	if g.keyAt == nil && !g.contested {
+		// Nobody reported a learner, and each held task's owner is the
+		// one member that reported holding it: a member plans its held
+		// row, and a pass over every task is not needed.
+		for m := range g.load {
+			g.load[m] = int32(len(g.held.row(int32(m))))
+		}
+		return
+	}
 	if g.keyAt != nil { // nil: nobody reported a learner, so none to resolve
 		g.resolveLearnerTags()
 	}
