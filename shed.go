@@ -33,6 +33,9 @@ type shedder struct {
 	// countRuns is set when copyRows counts each member's runs of its
 	// held row into the dense counts instead of countDense (see there).
 	countRuns bool
+	// countsInSegs is set when a giver's counts are in its segments
+	// only, not in the sparse table too, until it settles (dealHeld).
+	countsInSegs bool
 }
 
 // segment is a run of one giver's movable tasks of one kind (segMid
@@ -199,12 +202,13 @@ func (s *shedder) layOutDealt(movable int, dealtTo func(m int32) []dealtTask) {
 		if kinds == 0 {
 			s.layOut(m, dealt, true, false, 0, start)
 		}
+		count := !s.countsInSegs
 		if kinds == 2 || kinds == 1 && g.stateless > 0 {
-			s.layOut(m, dealt, true, true, 0, start)
+			s.layOut(m, dealt, count, true, 0, start)
 		}
 		s.segMid[m] = int32(len(s.segs))
 		if kinds == 2 || kinds == 1 && g.stateless == 0 {
-			s.layOut(m, dealt, kinds == 1, true, dealStateful, start)
+			s.layOut(m, dealt, count && kinds == 1, true, dealStateful, start)
 		}
 		s.segStart[m+1] = int32(len(s.segs))
 	}
@@ -292,7 +296,13 @@ func (s *shedder) dealHeld() bool {
 		longest = max(longest, k)
 	}
 	// One member's tasks at a time, in a buffer the layout reads at once,
-	// while it is in the cache.
+	// while it is in the cache. Each of a giver's tasks is movable, so
+	// its segments hold every count it has, and the table gets them when
+	// it settles (in a scale-up no giver does): at 10,000 members and
+	// 1,000,000 tasks a million counts are not written twice, 8 MB of the
+	// 24 the layout wrote (cachegrind: 1.7% fewer instructions a call;
+	// 10 interleaved rounds: 0.96 of the time, paired).
+	s.countsInSegs = true
 	buf, subOf := g.scratch.dealt.room(longest), g.sub
 	s.layOutDealt(movable, func(m int32) []dealtTask {
 		var flags uint32
@@ -355,8 +365,8 @@ func (s *shedder) layOut(m int32, dealt []dealtTask, count, give bool, kind uint
 			j++
 		}
 		n := int32(j - i)
+		most = max(most, n)
 		if count {
-			most = max(most, n)
 			if sp.dense != nil {
 				sp.dense[m*sp.subs+int32(sub)] = n
 			} else {
@@ -386,6 +396,8 @@ func (s *shedder) layOut(m int32, dealt []dealtTask, count, give bool, kind uint
 	s.movable, s.segs = movable, segs
 	if count {
 		sp.putAll(m, counts, most)
+	} else {
+		sp.max[m] = max(sp.max[m], most)
 	}
 }
 
@@ -584,11 +596,41 @@ func (s *shedder) settle(m int32) {
 	if !s.spread.on {
 		return
 	}
+	if s.countsInSegs {
+		s.putSegmentCounts(m)
+		return
+	}
 	for _, seg := range s.segs[s.segStart[m]:s.segStart[m+1]] {
 		if seg.n >= 0 {
 			s.spread.set(m, seg.sub, seg.n)
 		}
 	}
+}
+
+// putSegmentCounts puts giver m's counts, which only its segments hold
+// (countsInSegs), into the sparse table: its stateless and its stateful
+// segments, each in increasing order of subtopology, merged, without the
+// stateful twins, whose counts their stateless segments hold.
+func (s *shedder) putSegmentCounts(m int32) {
+	sp := s.spread
+	pool := sp.pool
+	a, b := s.segs[s.segStart[m]:s.segMid[m]], s.segs[s.segMid[m]:s.segStart[m+1]]
+	for len(a) > 0 || len(b) > 0 {
+		var seg segment
+		if len(b) == 0 || len(a) > 0 && a[0].sub < b[0].sub {
+			seg, a = a[0], a[1:]
+		} else {
+			seg, b = b[0], b[1:]
+		}
+		switch {
+		case seg.n < 0: // a twin
+		case sp.dense != nil:
+			sp.dense[m*sp.subs+seg.sub] = seg.n
+		default:
+			pool = append(pool, subCount{sub: seg.sub, n: seg.n})
+		}
+	}
+	sp.putAll(m, pool, 0)
 }
 
 // take takes the task h should give to l out of h's lists and returns it

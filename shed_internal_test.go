@@ -80,20 +80,15 @@ func TestShedLayoutsAgree(t *testing.T) {
 
 // shedLayout describes each member's spread counts and, for a giver, its
 // segments: subtopology, count and tasks, with "|" where its stateful
-// ones start.
+// ones start. The counts are read once every giver settled: until then a
+// giver's may be in its segments only (countsInSegs).
 func shedLayout(s *shedder) []string {
 	out := make([]string, len(s.load))
 	for m := range int32(len(s.load)) {
-		var b strings.Builder
-		fmt.Fprintf(&b, "max %d counts", s.spread.max[m])
-		for sub := range s.spread.subs {
-			fmt.Fprintf(&b, " %d", s.spread.count(m, sub))
-		}
-		b.WriteString(": ")
 		if !s.live[m] {
-			out[m] = b.String()
 			continue
 		}
+		var b strings.Builder
 		for i := s.segStart[m]; i < s.segStart[m+1]; i++ {
 			if i == s.segMid[m] {
 				b.WriteString("| ")
@@ -110,6 +105,15 @@ func shedLayout(s *shedder) []string {
 			b.WriteString("|")
 		}
 		out[m] = b.String()
+	}
+	for m := range int32(len(s.load)) {
+		s.settle(m)
+		var b strings.Builder
+		fmt.Fprintf(&b, "max %d counts", s.spread.max[m])
+		for sub := range s.spread.subs {
+			fmt.Fprintf(&b, " %d", s.spread.count(m, sub))
+		}
+		out[m] = b.String() + ": " + out[m]
 	}
 	return out
 }

@@ -53,7 +53,8 @@ func (g *group) placementOrder(tasks []int32) []int32 {
 // newSpread only lays the counts out; newShedder fills them, member by
 // member, from its pass over each member's planned tasks. While balancing
 // runs, a giver's own counts live in its segments (shed.go), and the table
-// keeps the ones it started with until the giver first receives (set).
+// keeps the ones it started with (none, when laid out from the held rows:
+// countsInSegs) until the giver first receives (settle).
 type spread struct {
 	on    bool
 	subs  int32
