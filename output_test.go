@@ -53,11 +53,10 @@ func TestKeptListsComeBackCapped(t *testing.T) {
 // Output returns (or merges into) the Assigned and Standby lists members
 // reported where they keep them (output.go's asListed, standby.go's
 // standbysAsListed) instead of writing them task by task, by ID and by
-// index. Over group histories (learners
-// getting ready, owners revoking, members joining, leaving and crashing,
-// standbys moving), every call's copies must write what writing every task
-// writes.
-func TestOutputCopiesWriteWhatFillWrites(t *testing.T) {
+// index. Over group histories (learners getting ready, owners revoking,
+// members joining, leaving and crashing, standbys moving), what every
+// call returns that way must be what writing every task writes.
+func TestOutputReuseWritesWhatFillWrites(t *testing.T) {
 	seed := baseSeed(t)
 	n := runs(60, 2000)
 	t.Logf("seed %d, %d histories", seed, n)
