@@ -37,13 +37,13 @@ type group struct {
 	// task for task, the Assigned part of its held row (in topology order,
 	// no task the topology lacks); the rest of the row, the tasks of its
 	// Revoked list, is then revokedHeld.row(m), in topology order. Output
-	// copies that list where m keeps it and loses no more than the row's
-	// Revoked part.
+	// returns that list (or merges into it what m gained) where m keeps it
+	// and loses no more than the row's Revoked part.
 	assignedAsListed []bool
 	revokedHeld      csr
 	// sbListed[m] is the length of m's Standby list when that list, as
 	// reported, is its standbys in topology order (none the topology
-	// lacks), else -1: output then copies that list where m keeps it
+	// lacks), else -1: output then returns that list where m keeps it
 	// (standbysAsListed).
 	sbListed []int32
 

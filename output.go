@@ -350,7 +350,7 @@ func (g *group) fill(l *outLayout, ids []string, idx []int32) {
 			}
 		}
 	}
-	if !g.standbysAsListed { // else output copies them
+	if !g.standbysAsListed { // else output returns the reported lists
 		for t := range g.sbHave {
 			for _, m := range g.standbysOf(int32(t)) {
 				put(m, outStandby, int32(t))
