@@ -135,10 +135,20 @@ func (sp *spread) putDense(m, sub, n int32) {
 
 // find returns the position in the pool of m's count of sub, or where it
 // would go, and whether m has one.
+//
+// It looks past m's last count first: a receiver collects subtopologies
+// in increasing order (pickFrom starts after the one it received last),
+// so most of its lookups while balancing are of a subtopology above all
+// it holds. In cachegrind of a scale-up at 10,000 members and 1,000,000
+// tasks the binary searches were a twentieth of the call.
 func (sp *spread) find(m, sub int32) (int, bool) {
-	counts := sp.pool[sp.off[m] : sp.off[m]+sp.n[m]]
+	off, n := sp.off[m], sp.n[m]
+	if n == 0 || sp.pool[off+n-1].sub < sub {
+		return int(off + n), false
+	}
+	counts := sp.pool[off : off+n]
 	i, ok := slices.BinarySearchFunc(counts, sub, func(c subCount, s int32) int { return cmp.Compare(c.sub, s) })
-	return int(sp.off[m]) + i, ok
+	return int(off) + i, ok
 }
 
 func (sp *spread) count(m, sub int32) int32 {
