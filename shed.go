@@ -10,6 +10,8 @@ import "slices"
 // segment carries the giver's count of its subtopology.
 // A cursor per segment only moves forward, so all picks of one Assign call
 // cost time linear in the tasks plus the segments looked at per move.
+// Givers with one task of each subtopology they hold need no segments in
+// a scale-up (shed_oneeach.go).
 
 // shedder is the part of a balancePlan that holds the movable tasks of the
 // members that can give.
@@ -36,6 +38,12 @@ type shedder struct {
 	// countsInSegs is set when a giver's counts are in its segments
 	// only, not in the sparse table too, until it settles (dealHeld).
 	countsInSegs bool
+	// oneEach is set for the givers whose movable tasks are their held
+	// rows, without segments, and taken has a bit per held task, set once
+	// it is taken (shed_oneeach.go); both nil when the group can have
+	// none.
+	oneEach []bool
+	taken   []uint32
 }
 
 // segment is a run of one giver's movable tasks of one kind (segMid
@@ -111,6 +119,7 @@ func (g *group) heldSheddable(t, h int32) bool {
 // held row (copyRows).
 func newShedder(g *group, sp *spread, gives []bool) shedder {
 	s := shedder{group: g, spread: sp, live: gives, segStart: g.scratch.int32s.make(len(g.load) + 1), segMid: g.scratch.int32s.make(len(g.load))}
+	s.allowOneEach()
 	if sp.on && sp.dense == nil {
 		s.deal()
 	} else {
@@ -307,6 +316,9 @@ func (s *shedder) dealHeld() bool {
 	s.layOutDealt(movable, func(m int32) []dealtTask {
 		var flags uint32
 		if gives[m] {
+			if s.layOutOneEach(m) {
+				return nil
+			}
 			flags = dealMovable
 		}
 		buf = buf[:0]
@@ -459,7 +471,9 @@ func (s *shedder) copyRows() {
 	}
 	s.movable, s.segs = g.scratch.int32s.room(size), g.scratch.segments.room(segs)
 	for m := range int32(n) {
-		if gives[m] {
+		if gives[m] && s.layOutOneEach(m) {
+			s.segMid[m] = int32(len(s.segs))
+		} else if gives[m] {
 			row := g.held.row(m)
 			from, first := int32(len(s.movable)), int32(len(s.segs))
 			switch g.stateless {
@@ -596,6 +610,10 @@ func (s *shedder) settle(m int32) {
 	if !s.spread.on {
 		return
 	}
+	if s.oneEach != nil && s.oneEach[m] {
+		s.putOneEachCounts(m)
+		return
+	}
 	if s.countsInSegs {
 		s.putSegmentCounts(m)
 		return
@@ -649,6 +667,9 @@ func (s *shedder) take(h, l int32) (t, sub int32) {
 			}
 		}
 	}
+	if s.oneEach != nil && s.oneEach[h] {
+		return s.takeOneEach(h, l, learnOK)
+	}
 	i := s.pickFrom(s.segStart[h], s.segMid[h], h, l)
 	if i == none && learnOK {
 		i = s.pickFrom(s.segMid[h], s.segStart[h+1], h, l)
@@ -674,6 +695,10 @@ func (s *shedder) takeWarm(h, t int32) int32 {
 	if !s.spread.on {
 		return none
 	}
+	if s.oneEach != nil && s.oneEach[h] {
+		s.takeWarmOneEach(h, t)
+		return s.sub[t]
+	}
 	sub := s.sub[t]
 	from := s.segMid[h]
 	// t is movable, so h has a stateful segment of sub.
@@ -690,30 +715,38 @@ func (s *shedder) takeWarm(h, t int32) int32 {
 // binary search touched a new cache line at almost every step: it was a
 // twentieth of a scale-up. So the search starts where sub would be if the
 // segments' subtopologies were spread evenly over [0, subs), usually a line
-// or two from the answer, and gallops from there, which keeps O(log n)
-// steps however they are spread. (Interpolating between the first and last
-// segments' subtopologies read two more cold lines.)
+// or two from the answer, and gallops from there (gallop). (Interpolating
+// between the first and last segments' subtopologies read two more cold
+// lines.)
 func firstAfter(segs []segment, sub, subs int32) int {
 	n := len(segs)
 	if n == 0 {
 		return 0
 	}
 	guess := int(min(max(int64(sub)+1, 0)*int64(n)/int64(max(subs, 1)), int64(n-1)))
-	// Gallop to lo < hi with segs[lo].sub <= sub < segs[hi].sub, where
-	// segs[-1].sub is below and segs[n].sub above every subtopology.
+	return gallop(n, guess, func(i int) bool { return segs[i].sub > sub })
+}
+
+// gallop returns the first i in [0, n) for which above(i) holds, n if
+// none does, where above is false and then true over [0, n); it looks at
+// guess, in [0, n), first and gallops from there, which keeps O(log n)
+// steps however far off the guess is.
+func gallop(n, guess int, above func(i int) bool) int {
+	// Gallop to lo < hi with !above(lo) and above(hi), where above(-1)
+	// is false and above(n) true.
 	lo, hi := guess-1, guess
-	if segs[guess].sub <= sub {
+	if !above(guess) {
 		lo, hi = guess, guess+1
-		for step := 1; hi < n && segs[hi].sub <= sub; step *= 2 {
+		for step := 1; hi < n && !above(hi); step *= 2 {
 			lo, hi = hi, min(hi+step, n)
 		}
 	} else {
-		for step := 1; lo >= 0 && segs[lo].sub > sub; step *= 2 {
+		for step := 1; lo >= 0 && above(lo); step *= 2 {
 			lo, hi = max(lo-step, -1), lo
 		}
 	}
 	for hi-lo > 1 {
-		if mid := int(uint(lo+hi) >> 1); segs[mid].sub > sub {
+		if mid := int(uint(lo+hi) >> 1); above(mid) {
 			hi = mid
 		} else {
 			lo = mid

@@ -46,6 +46,10 @@ type topology struct {
 	// subsInOrder reports that sub never decreases in topology order (the
 	// usual layout), so tasks sorted by index are sorted by subtopology.
 	subsInOrder bool
+	// subFrom[s] is the first task of subtopology s when subsInOrder, with
+	// subFrom[nSubs] the task count: s's tasks are subFrom[s]:subFrom[s+1].
+	subFrom []int32
+	subs    subLookup // sub's lookup, when subFrom is set
 	// stateless counts the stateless tasks, so that code that only needs
 	// the kind of a task can skip reading it when all tasks are alike.
 	stateless int
@@ -88,7 +92,66 @@ func newTopology(tasks []Task) (topology, error) {
 	}
 	tp.sub, tp.nSubs = subtopologies(tasks)
 	tp.subsInOrder = slices.IsSorted(tp.sub)
+	if tp.subsInOrder && tp.nSubs > 0 {
+		tp.subFrom = make([]int32, tp.nSubs+1)
+		for t := len(tp.sub) - 1; t >= 0; t-- {
+			tp.subFrom[tp.sub[t]] = int32(t)
+		}
+		tp.subFrom[tp.nSubs] = int32(len(tp.sub))
+	}
+	tp.subs = newSubLookup(tp.sub, tp.subFrom)
 	return tp, nil
+}
+
+// subLookup finds a task's subtopology, sub[t], when subtopologies follow
+// topology order, from a table a fraction of sub's size: sub has a word
+// per task, and at a million tasks reading it out of topology order was a
+// cache miss per read, where this table stays in the first-level cache.
+// It is two words, so a hot loop that copies it into a local keeps it in
+// registers.
+type subLookup struct {
+	// near[t>>shift] is the subtopology of task t>>shift<<shift and the
+	// first task of the next one.
+	near  []nearSub
+	shift uint
+}
+
+type nearSub struct{ sub, next int32 }
+
+// newSubLookup returns the lookup of sub, given subFrom (see topology),
+// or the zero lookup when subFrom is nil. The shift is the largest whose
+// stride is at most the smallest subtopology's size, so that the stride
+// from t>>shift<<shift to t crosses at most one subtopology's start: the
+// table has 8 bytes per 1<<shift tasks, a sixteenth of sub's size at 32
+// tasks to the smallest subtopology, and twice it if one has a single
+// task.
+func newSubLookup(sub, subFrom []int32) subLookup {
+	if subFrom == nil {
+		return subLookup{}
+	}
+	smallest := int32(len(sub))
+	for s := range len(subFrom) - 1 {
+		smallest = min(smallest, subFrom[s+1]-subFrom[s])
+	}
+	shift := uint(0)
+	for int32(2)<<shift <= smallest {
+		shift++
+	}
+	sl := subLookup{near: make([]nearSub, (len(sub)-1)>>shift+1), shift: shift}
+	for i := range sl.near {
+		s := sub[i<<shift]
+		sl.near[i] = nearSub{sub: s, next: subFrom[s+1]}
+	}
+	return sl
+}
+
+// of returns task t's subtopology; the lookup must not be the zero one.
+func (sl subLookup) of(t int32) int32 {
+	e := sl.near[t>>(sl.shift&31)]
+	if t >= e.next {
+		return e.sub + 1
+	}
+	return e.sub
 }
 
 // numTasks is the number of tasks in the topology.
