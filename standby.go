@@ -121,7 +121,11 @@ func (g *group) newStandbyPlan(k int) *standbyPlan {
 
 // setQuotas splits total standbys over the staying members by capacity:
 // floor(total·cap/capTotal) each, and one more for the members with the
-// largest remainders (ties in ID order), so the quotas add up to total.
+// largest remainders, so the quotas add up to total. Among equal
+// remainders the member with the least active load per capacity comes
+// first (lighter, then ID order): balancing breaks its ties in ID order
+// too, and a member last in ID order lost both, ending with no task at all
+// where every other member had one of each kind.
 func (p *standbyPlan) setQuotas(total int64) {
 	var staying []int32
 	rem := make([]int64, len(p.quota))
@@ -136,7 +140,15 @@ func (p *standbyPlan) setQuotas(total int64) {
 		left -= int64(p.quota[m])
 		staying = append(staying, m)
 	}
-	slices.SortStableFunc(staying, func(a, b int32) int { return cmp.Compare(rem[b], rem[a]) })
+	slices.SortFunc(staying, func(a, b int32) int {
+		if c := cmp.Compare(rem[b], rem[a]); c != 0 {
+			return c
+		}
+		if p.lighter(a, b) {
+			return -1
+		}
+		return 1
+	})
 	for _, m := range staying[:left] {
 		p.quota[m]++
 	}

@@ -1,6 +1,7 @@
 package learnertest
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -401,7 +402,11 @@ func (c *checker) index(out []learner.Assignment) *outputView {
 	for t := range nt {
 		standbys -= int64(max(len(o.standbys[t])-v.wantStandbys(t, o.owner[t], o.learner[t]), 0))
 	}
-	o.sbQuota = standbyQuotas(v.members, standbys)
+	active := make([]int64, len(out))
+	for m, a := range out {
+		active[m] = int64(len(a.Assigned) - len(a.Learned) + len(a.Learning))
+	}
+	o.sbQuota = standbyQuotas(v.members, standbys, active)
 	return o
 }
 
@@ -610,7 +615,7 @@ func (v *inputView) warmestOf(t int, candidates []int) int {
 // racks checks issue 4's rack rule where every staying member has a rack:
 // a task's copies (its planned owner, the learner if there is one, else the
 // owner, and its standbys) are never all in one rack while a member in
-// another rack has room: eligible and below its standby quota, the README's
+// another rack has room: eligible and below its standby quota, docs/rules.md's
 // limit. (Spreading over more than two racks is "where possible", not
 // checked.)
 func (c *checker) racks(t int, o *outputView) {
@@ -642,11 +647,13 @@ func (c *checker) racks(t int, o *outputView) {
 	}
 }
 
-// standbyQuotas returns each member's standby quota as the README defines
+// standbyQuotas returns each member's standby quota as docs/rules.md defines
 // it: for staying members, their share of all standbys by capacity, rounded
-// so that the quotas add up to the total (largest remainders first, then ID
-// order); 0 for leaving members. members are in natural ID order.
-func standbyQuotas(members []learner.MemberMetadata, standbys int64) []int64 {
+// so that the quotas add up to the total (largest remainders first; among
+// equal ones the member with the least active load, active[m], per
+// capacity, then ID order); 0 for leaving members. members are in natural
+// ID order.
+func standbyQuotas(members []learner.MemberMetadata, standbys int64, active []int64) []int64 {
 	quota := make([]int64, len(members))
 	var capTotal int64
 	var staying []int
@@ -665,7 +672,16 @@ func standbyQuotas(members []learner.MemberMetadata, standbys int64) []int64 {
 		left -= quota[m]
 	}
 	rem := func(m int) int64 { return standbys * capacityOf(members[m]) % capTotal }
-	slices.SortStableFunc(staying, func(a, b int) int { return int(rem(b) - rem(a)) })
+	// (2·active+1)/capacity, the cost of one more task: the lighter first.
+	cost := func(a, b int) int64 {
+		return (2*active[a]+1)*capacityOf(members[b]) - (2*active[b]+1)*capacityOf(members[a])
+	}
+	slices.SortStableFunc(staying, func(a, b int) int {
+		if c := cmp.Compare(rem(b), rem(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(cost(a, b), 0)
+	})
 	for _, m := range staying[:left] {
 		quota[m]++
 	}
