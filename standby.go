@@ -144,10 +144,13 @@ func (p *standbyPlan) setQuotas(total int64) {
 		if c := cmp.Compare(rem[b], rem[a]); c != 0 {
 			return c
 		}
-		if p.lighter(a, b) {
+		switch {
+		case p.lighter(a, b):
 			return -1
+		case p.lighter(b, a):
+			return 1
 		}
-		return 1
+		return 0 // a == b: lighter breaks ties by ID
 	})
 	for _, m := range staying[:left] {
 		p.quota[m]++
