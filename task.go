@@ -134,7 +134,7 @@ func newSubLookup(sub, subFrom []int32) subLookup {
 		smallest = min(smallest, subFrom[s+1]-subFrom[s])
 	}
 	shift := uint(0)
-	for int32(2)<<shift <= smallest {
+	for int64(2)<<shift <= int64(smallest) { // int64: 2<<30 overflows int32 for a topology of MaxTasks
 		shift++
 	}
 	sl := subLookup{near: make([]nearSub, (len(sub)-1)>>shift+1), shift: shift}
