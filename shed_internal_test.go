@@ -40,7 +40,8 @@ func TestFirstAfter(t *testing.T) {
 // same order, the kinds split at the same place): dealHeld from the held
 // rows, dealPlanned from the per-task arrays, and copyRows, which counts
 // the rows' runs in a topology of one kind of task (countRuns) and
-// otherwise calls countDense. The groups here have nothing learned,
+// otherwise calls countDense; dealHeld and copyRows also with one-each
+// givers allowed (shed_oneeach.go). The groups here have nothing learned,
 // placed or contested, so Assign would take dealHeld or counted runs;
 // each way is driven directly.
 func TestShedLayoutsAgree(t *testing.T) {
