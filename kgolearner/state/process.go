@@ -49,14 +49,15 @@ func (c *Context) Partition() int32 { return c.tb.t.partition }
 var ErrStateless = errors.New("state: task is stateless")
 
 // Get returns the value of key in the task's state, including the writes
-// of the batch in progress.
+// of the batch in progress. The value is the caller's: changing it changes
+// neither the state nor the changelog.
 func (c *Context) Get(key []byte) ([]byte, bool, error) {
 	t := c.tb.t
 	if !t.stateful {
 		return nil, false, fmt.Errorf("state: task %s: %w", t.id, ErrStateless)
 	}
 	if v, ok := c.tb.overlay[string(key)]; ok {
-		return v, v != nil, nil
+		return cloneValue(v), v != nil, nil // v is also the pending change's
 	}
 	v, ok, err := t.store.Get(key)
 	if err != nil {
@@ -65,12 +66,21 @@ func (c *Context) Get(key []byte) ([]byte, bool, error) {
 	return v, ok, nil
 }
 
+// ErrInvalidKey is returned by Put and Delete of an empty key, which a
+// compacted changelog cannot hold, or of the key "learner.position", which
+// the runtime's position markers use: compaction would keep only the later
+// of the two.
+var ErrInvalidKey = errors.New("state: invalid key")
+
 // Put sets key to value in the task's state; a nil value deletes the key.
 // The change reaches the store once the changelog has acknowledged it.
 func (c *Context) Put(key, value []byte) error {
 	t := c.tb.t
 	if !t.stateful {
 		return fmt.Errorf("state: task %s: %w", t.id, ErrStateless)
+	}
+	if len(key) == 0 || string(key) == positionHeader {
+		return fmt.Errorf("state: task %s: put %q: %w", t.id, key, ErrInvalidKey)
 	}
 	key, value = slices.Clone(key), cloneValue(value)
 	c.tb.overlay[string(key)] = value
@@ -159,7 +169,10 @@ func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) error {
 	}
 	r.paced(time.Since(start), fs.NumRecords() >= maxBatch)
 	r.release(batch, err)
-	if errors.Is(err, errWrite) {
+	if err != nil {
+		// Whatever failed, kgo counts the batch as polled, and the
+		// offsets it counts are what a revoke commits, Run's own stop
+		// included: they must name processed records only.
 		r.rewind(batch)
 	}
 	switch {
@@ -272,10 +285,15 @@ func (r *Runtime) collect(fs kgo.Fetches) []*taskBatch {
 
 // process runs Process over the batch. It locks every task's store until
 // release: the restore loop must not write a store while its task runs.
+// All are locked before the first record, as release unlocks them all
+// whichever record fails; the batch is in task order, and no other
+// goroutine holds two stores' locks, so the order cannot deadlock.
 func (r *Runtime) process(ctx context.Context, batch []*taskBatch) error {
 	for _, tb := range batch {
+		tb.t.applyMu.Lock()
+	}
+	for _, tb := range batch {
 		t := tb.t
-		t.applyMu.Lock()
 		tb.pos = maps.Clone(t.pos)
 		if tb.pos == nil {
 			tb.pos = map[string]int64{}
@@ -403,25 +421,30 @@ func (r *Runtime) release(batch []*taskBatch, err error) {
 	}
 }
 
-// rewind sets the input of a failed batch's tasks back to their state's
-// position, which the changelog holds: kgo counts the batch as polled.
+// rewind sets the input of a failed batch's tasks back to what their state
+// holds (the changelog's position), or for a stateless task to the batch's
+// first record of each input topic: kgo counts the batch as polled.
 func (r *Runtime) rewind(batch []*taskBatch) {
 	seek := map[string]map[int32]kgo.EpochOffset{}
+	at := func(topic string, p int32, offset int64) {
+		if seek[topic] == nil {
+			seek[topic] = map[int32]kgo.EpochOffset{}
+		}
+		if _, ok := seek[topic][p]; !ok {
+			seek[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: offset}
+		}
+	}
 	for _, tb := range batch {
-		if !tb.t.stateful {
-			// No state to hold a position: process the batch again.
-			for _, rec := range tb.recs[:1] {
-				seek[rec.Topic] = map[int32]kgo.EpochOffset{rec.Partition: {Epoch: -1, Offset: rec.Offset}}
+		t := tb.t
+		if !t.stateful {
+			for _, rec := range tb.recs { // in offset order by partition
+				at(rec.Topic, rec.Partition, rec.Offset)
 			}
 			continue
 		}
-		t := tb.t
 		t.applyMu.Lock()
 		for topic := range t.inputs {
-			if seek[topic] == nil {
-				seek[topic] = map[int32]kgo.EpochOffset{}
-			}
-			seek[topic][t.partition] = kgo.EpochOffset{Epoch: -1, Offset: t.cp.Input[topic]}
+			at(topic, t.partition, t.cp.Input[topic])
 		}
 		t.applyMu.Unlock()
 	}

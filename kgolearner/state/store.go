@@ -21,6 +21,8 @@ import (
 // changelog from Checkpoint().Changelog on.
 type Store interface {
 	// Get returns the value of key; ok is false when the key is absent.
+	// The value is the caller's to keep and change: the store's data must
+	// not change with it.
 	Get(key []byte) (value []byte, ok bool, err error)
 	// Apply writes changes in order and records cp, all or nothing.
 	Apply(changes []Change, cp Checkpoint) error
@@ -174,7 +176,7 @@ func (h *memoryHandle) Get(key []byte) ([]byte, bool, error) {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
 	v, ok := h.m.data[string(key)]
-	return v, ok, nil
+	return slices.Clone(v), ok, nil
 }
 
 func (h *memoryHandle) Apply(changes []Change, cp Checkpoint) error {

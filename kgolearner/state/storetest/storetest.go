@@ -33,6 +33,14 @@ func Run(t *testing.T, open func(t *testing.T) func() state.Stores) {
 		require.False(t, ok, "Get(a) after a nil Value deleted it")
 		requireValue(t, s, "e", "")
 	})
+	t.Run("GetReturnsACopy", func(t *testing.T) {
+		s := mustOpen(t, open(t)(), "0_1")
+		require.NoError(t, s.Apply([]state.Change{{Key: []byte("a"), Value: []byte("1")}}, state.Checkpoint{Changelog: 1}))
+		v, _, err := s.Get([]byte("a"))
+		require.NoError(t, err)
+		v[0] = 'X' // the runtime hands Get's value to Process, which may change it
+		requireValue(t, s, "a", "1")
+	})
 	t.Run("EmptyStore", func(t *testing.T) {
 		s := mustOpen(t, open(t)(), "0_2")
 		cp, err := s.Checkpoint()

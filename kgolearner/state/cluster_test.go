@@ -1,0 +1,103 @@
+package state_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/learnerassignor/learner/kgolearner/state"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// cluster is an in-process Kafka whose topics have 2 partitions, for tests
+// of one member with a topology of their own.
+type cluster struct {
+	t    *testing.T
+	c    *kfake.Cluster
+	opts []kgo.Opt
+}
+
+func newCluster(t *testing.T, topics ...string) *cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(2, topics...))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return &cluster{t: t, c: c, opts: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}}
+}
+
+// produce writes recs, each to the partition it names.
+func (c *cluster) produce(recs ...*kgo.Record) {
+	c.t.Helper()
+	cl, err := kgo.NewClient(append(c.opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	require.NoError(c.t, err)
+	defer cl.Close()
+	require.NoError(c.t, cl.ProduceSync(context.Background(), recs...).FirstErr())
+}
+
+// run starts a member of group "g" with cfg's topology and Process. It
+// returns a channel that gets Run's error, and stop, which cancels Run as
+// a crash would and waits for it; the test's end stops it too.
+func (c *cluster) run(cfg state.Config) (done <-chan error, stop func()) {
+	c.t.Helper()
+	cfg.Group = "g"
+	cfg.ClientOpts = append(cfg.ClientOpts, c.opts...)
+	cfg.ClientOpts = append(cfg.ClientOpts, kgo.HeartbeatInterval(100*time.Millisecond),
+		kgo.SessionTimeout(2*time.Second), kgo.FetchMaxWait(100*time.Millisecond))
+	if cfg.Observer.Error == nil {
+		cfg.Observer.Error = func(err error) { c.t.Log(err) }
+	}
+	rt, err := state.New(cfg)
+	require.NoError(c.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs, finished := make(chan error, 1), make(chan struct{})
+	go func() {
+		errs <- rt.Run(ctx)
+		close(finished)
+	}()
+	stop = func() {
+		cancel()
+		<-finished
+	}
+	c.t.Cleanup(stop)
+	return errs, stop
+}
+
+// failProduce answers the n-th Produce request from now on (counting from
+// 1) with INVALID_RECORD for every partition, as a broker refusing a batch.
+func (c *cluster) failProduce(n int) {
+	seen := 0
+	c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		if seen++; seen != n {
+			return nil, nil, false
+		}
+		req := kr.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.InvalidRecord.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+}
+
+func waitErr(t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run still runs after 20s")
+		return nil
+	}
+}

@@ -1,0 +1,169 @@
+package state_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/learnerassignor/learner/kgolearner/state"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+var errBoom = errors.New("boom")
+
+// An error of Process makes Run return it, whichever task of the batch
+// fails (the batch holds the tasks 0_0 and 0_1; 0_0, the first, fails).
+func TestProcessErrorStopsRun(t *testing.T) {
+	c := newCluster(t, "in")
+	c.produce(&kgo.Record{Topic: "in", Partition: 0}, &kgo.Record{Topic: "in", Partition: 1})
+	done, _ := c.run(state.Config{
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2}},
+		Process: func(_ *state.Context, rec *kgo.Record) error {
+			if rec.Partition == 0 {
+				return errBoom
+			}
+			return nil
+		},
+	})
+	require.ErrorIs(t, waitErr(t, done), errBoom)
+}
+
+// A record whose Process failed was not processed: the offsets committed
+// when Run returns must not pass it, so the next member processes it.
+func TestProcessErrorCommitsNothingOfTheBatch(t *testing.T) {
+	c := newCluster(t, "in")
+	c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte("a")})
+	topology := []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2}}
+	done, _ := c.run(state.Config{Subtopologies: topology, Process: func(*state.Context, *kgo.Record) error { return errBoom }})
+	require.ErrorIs(t, waitErr(t, done), errBoom)
+
+	c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte("b")})
+	seen := make(chan int64, 2)
+	c.run(state.Config{Subtopologies: topology, Process: func(_ *state.Context, rec *kgo.Record) error {
+		seen <- rec.Offset
+		return nil
+	}})
+	for _, want := range []int64{0, 1} {
+		select {
+		case got := <-seen:
+			require.Equal(t, want, got, "offset processed by the member after the failed one")
+		case <-time.After(20 * time.Second):
+			t.Fatalf("offset %d never processed", want)
+		}
+	}
+}
+
+// A stateless task of two input topics whose output write fails processes
+// every record of the batch again, of both topics, and the two tasks of
+// the same topics (partitions 0 and 1) both rewind.
+func TestFailedWriteRewindsStatelessInputs(t *testing.T) {
+	c := newCluster(t, "a", "b", "out")
+	var recs []*kgo.Record
+	for p := range int32(2) {
+		for i := range 5 {
+			recs = append(recs, &kgo.Record{Topic: "a", Partition: p, Value: []byte{byte(i)}}, &kgo.Record{Topic: "b", Partition: p, Value: []byte{byte(i)}})
+		}
+	}
+	c.produce(recs...)
+	c.failProduce(1) // the member's first produce: the batch's output
+	var mu sync.Mutex
+	processed, total := map[string]int{}, 0
+	all := make(chan struct{})
+	c.run(state.Config{
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"a", "b"}, Partitions: 2}},
+		Process: func(ctx *state.Context, rec *kgo.Record) error {
+			ctx.Emit(&kgo.Record{Topic: "out", Partition: ctx.Partition(), Value: rec.Value})
+			return nil
+		},
+		Observer: state.Observer{Processed: func(task string, rec *kgo.Record) {
+			mu.Lock()
+			defer mu.Unlock()
+			processed[task+" "+rec.Topic]++
+			if total++; total == 20 {
+				close(all)
+			}
+		}},
+	})
+	select {
+	case <-all:
+	case <-time.After(20 * time.Second):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[string]int{"0_0 a": 5, "0_0 b": 5, "0_1 a": 5, "0_1 b": 5}, processed, "records processed by task and topic after a failed write")
+}
+
+// Put refuses the keys a changelog cannot hold apart from the runtime's
+// own, rather than write a record every later restore fails on.
+func TestPutRefusesInvalidKeys(t *testing.T) {
+	c := newCluster(t, "in")
+	c.produce(&kgo.Record{Topic: "in", Partition: 0})
+	errs := make(chan error, 3)
+	c.run(state.Config{
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Process: func(ctx *state.Context, _ *kgo.Record) error {
+			for _, key := range [][]byte{nil, {}, []byte("learner.position")} {
+				errs <- ctx.Put(key, []byte("v"))
+			}
+			return nil
+		},
+	})
+	for range 3 {
+		select {
+		case err := <-errs:
+			require.ErrorIs(t, err, state.ErrInvalidKey)
+		case <-time.After(20 * time.Second):
+			t.Fatal("Process never ran")
+		}
+	}
+}
+
+// Changing the bytes Get returned changes neither the state nor the
+// changelog, from the batch's own writes ("set") or from the store
+// ("scratch", produced once "set" ran, so in a later batch).
+func TestGetReturnsACopy(t *testing.T) {
+	c := newCluster(t, "in")
+	got, set := make(chan string, 1), make(chan struct{}, 1)
+	c.run(state.Config{
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Process: func(ctx *state.Context, rec *kgo.Record) error {
+			v, _, err := ctx.Get([]byte("k"))
+			if err != nil {
+				return err
+			}
+			switch string(rec.Value) {
+			case "set":
+				if err := ctx.Put([]byte("k"), []byte("aaa")); err != nil {
+					return err
+				}
+				v, _, err = ctx.Get([]byte("k")) // the batch's own write
+				if err != nil {
+					return err
+				}
+				v[0] = 'X'
+				set <- struct{}{}
+			case "scratch":
+				v[0] = 'Y' // the store's value
+			default:
+				got <- string(v)
+			}
+			return nil
+		},
+	})
+	c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte("set")})
+	select {
+	case <-set:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the set record was never processed")
+	}
+	c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte("scratch")}, &kgo.Record{Topic: "in", Partition: 0, Value: []byte("check")})
+	select {
+	case v := <-got:
+		require.Equal(t, "aaa", v, "Get(k) after Process changed the bytes Get returned")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the check record was never processed")
+	}
+}
