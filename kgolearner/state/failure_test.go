@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/learnerassignor/learner/kgolearner/state"
 	"github.com/learnerassignor/learner/kgolearner/state/boltstore"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -141,3 +144,80 @@ func TestBrokerOutage(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A store whose checkpoint the changelog no longer holds (its records
+// deleted below a later offset) restores from the changelog's start, as a
+// fresh store would, rather than extend its state across the gap.
+func TestChangelogRecordsDeleted(t *testing.T) {
+	c := newCluster(t, "in")
+	topology := []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}}
+	keys := make(chan []string, 1)
+	var reset atomic.Bool
+	// member runs until it has processed n records: each record's value
+	// is a key it sets, but "read", which reports the keys of the state.
+	member := func(stores state.Stores, n int) {
+		t.Helper()
+		processed := make(chan struct{}, n)
+		_, stop := c.run(state.Config{
+			Subtopologies: topology,
+			Stores:        stores,
+			Process: func(ctx *state.Context, rec *kgo.Record) error {
+				if string(rec.Value) != "read" {
+					return ctx.Put(rec.Value, []byte("x"))
+				}
+				var found []string
+				for i := range 10 {
+					if _, ok, err := ctx.Get([]byte(strconv.Itoa(i))); err != nil || ok {
+						found = append(found, strconv.Itoa(i))
+					}
+				}
+				keys <- found
+				return nil
+			},
+			Observer: state.Observer{
+				Processed: func(string, *kgo.Record) { processed <- struct{}{} },
+				Error: func(err error) {
+					t.Log(err)
+					reset.Store(reset.Load() || strings.Contains(err.Error(), "store at changelog offset 5, outside the changelog's offsets: restoring from the start"))
+				},
+			},
+		})
+		for range n {
+			select {
+			case <-processed:
+			case <-time.After(20 * time.Second):
+				t.Fatal("a record was never processed")
+			}
+		}
+		stop() // a crash: the stores keep what they hold
+	}
+	produce := func(values ...string) {
+		for _, v := range values {
+			c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte(v)})
+		}
+	}
+	kept := &state.MemoryStores{}
+	produce("0", "1", "2", "3", "4")
+	member(kept, 5) // changelog offsets 0-4; kept's checkpoint 5
+	produce("5", "6", "7", "8", "9")
+	member(&state.MemoryStores{}, 5) // restores 0-4, writes 5-9
+
+	del := kmsg.NewPtrDeleteRecordsRequest()
+	dt := kmsg.NewDeleteRecordsRequestTopic()
+	dt.Topic = state.ChangelogTopic("g", 0)
+	dp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	dp.Partition, dp.Offset = 0, 7
+	dt.Partitions = append(dt.Partitions, dp)
+	del.Topics = append(del.Topics, dt)
+	admin, err := kgo.NewClient(c.opts...)
+	require.NoError(t, err)
+	defer admin.Close()
+	resp, err := del.RequestWith(context.Background(), admin)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode), "DeleteRecords")
+
+	produce("read")
+	member(kept, 1)
+	require.Equal(t, []string{"7", "8", "9"}, <-keys, "keys of the state restored from a changelog that starts at offset 7")
+	require.True(t, reset.Load(), "an Error event saying the store at offset 5 restores from the start")
+}

@@ -30,6 +30,18 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 			return
 		}
 		fs.EachError(func(topic string, p int32, err error) {
+			if t := r.tasks[r.byChangelog[inputKey(topic, p)]]; t != nil && errors.Is(err, kerr.OffsetOutOfRange) {
+				// The changelog no longer holds the records after the
+				// store's checkpoint (DeleteRecords, retention, a
+				// recreated topic): what it still holds cannot extend
+				// the store without a gap. As Kafka Streams does, the
+				// store restores from the start; the restore client
+				// never resets an offset by itself (NoResetOffset).
+				if err := r.reset(t, "outside the changelog's offsets"); err != nil {
+					r.fail(err)
+				}
+				return
+			}
 			if ctx.Err() == nil {
 				r.observeError(fmt.Errorf("state: restore %s partition %d: %w", topic, p, err))
 			}
@@ -232,7 +244,11 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 			if add[t.changelog] == nil {
 				add[t.changelog] = map[int32]kgo.Offset{}
 			}
-			add[t.changelog][t.partition] = kgo.NewOffset().At(t.restored)
+			from := kgo.NewOffset().At(t.restored)
+			if t.restored == 0 {
+				from = kgo.NewOffset().AtStart() // an empty store takes what the changelog holds
+			}
+			add[t.changelog][t.partition] = from
 		case !want && t.consuming:
 			remove[t.changelog] = append(remove[t.changelog], t.partition)
 		}
@@ -294,7 +310,7 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	for _, t := range ahead {
-		if err := r.reset(t); err != nil {
+		if err := r.reset(t, fmt.Sprintf("past the changelog's end %d", t.end)); err != nil {
 			r.fail(err)
 		}
 	}
@@ -310,9 +326,9 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 	return nil
 }
 
-// reset clears a store that is ahead of its changelog (the topic was
-// recreated, or truncated): the state restores again from the start.
-func (r *Runtime) reset(t *task) error {
+// reset clears a store that its changelog cannot extend (why says how),
+// so that the state restores again from the changelog's start.
+func (r *Runtime) reset(t *task, why string) error {
 	t.applyMu.Lock()
 	r.mu.Lock()
 	if t.running || t.store == nil {
@@ -320,7 +336,7 @@ func (r *Runtime) reset(t *task) error {
 		t.applyMu.Unlock()
 		return nil
 	}
-	was, end := t.restored, t.end
+	was := t.restored
 	err := t.store.Clear()
 	if err == nil {
 		t.cp, t.restored = Checkpoint{}, 0
@@ -334,6 +350,7 @@ func (r *Runtime) reset(t *task) error {
 	if err != nil {
 		return fmt.Errorf("%w: task %s clear: %w", ErrStore, t.id, err)
 	}
-	r.observeError(fmt.Errorf("state: task %s: store at changelog offset %d, past the changelog's end %d: restoring from the start", t.id, was, end))
+	r.observeError(fmt.Errorf("state: task %s: store at changelog offset %d, %s: restoring from the start", t.id, was, why))
+	r.kick() // the lag loop adds the partition back
 	return nil
 }

@@ -234,10 +234,11 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	// well below kgo's 50 MB: a restore then shares the broker with the
 	// active tasks' writes in small slices instead of holding it for one
 	// huge response (on the in-process kfake, a 50 MB restore fetch stalled
-	// every member's processing for its whole duration).
+	// every member's processing for its whole duration). An offset out of
+	// range is returned, not reset: the restore loop resets the store.
 	r.rcl, err = kgo.NewClient(slices.Concat([]kgo.Opt{kgo.MetadataMinAge(time.Second),
 		kgo.FetchMaxBytes(restoreFetchBytes), kgo.FetchMaxPartitionBytes(restoreFetchBytes / 4)},
-		r.cfg.ClientOpts, []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{})})...)
+		r.cfg.ClientOpts, []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}), kgo.ConsumeResetOffset(kgo.NoResetOffset())})...)
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
