@@ -82,6 +82,13 @@ type Coordinator struct {
 
 	members []*member // in ID order: map order never reaches the output
 	byID    map[string]*member
+	// buriedUntil holds the IDs of members that left or were dropped, with
+	// when a heartbeat under them stops being refused: a late copy of a join
+	// would otherwise bring back, as a member that runs nothing, an
+	// incarnation that is over. Kept for a session timeout, then forgotten
+	// (Tick), so it holds at most the members removed in the last session
+	// timeout.
+	buriedUntil map[string]time.Time
 
 	now          time.Time
 	started      bool
@@ -129,7 +136,7 @@ func New(tasks []learner.Task, cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Coordinator{cfg: cfg, index: make(map[string]int32), byID: make(map[string]*member)}
+	c := &Coordinator{cfg: cfg, index: make(map[string]int32), byID: make(map[string]*member), buriedUntil: make(map[string]time.Time)}
 	if err := c.SetTopology(tasks); err != nil {
 		return nil, err
 	}
@@ -230,6 +237,11 @@ func (c *Coordinator) Recovering() bool { return c.started && c.now.Before(c.rec
 // as those heartbeat. A time before the latest one seen counts as that one.
 func (c *Coordinator) Tick(now time.Time) []string {
 	c.advance(now)
+	for id, until := range c.buriedUntil {
+		if !c.now.Before(until) {
+			delete(c.buriedUntil, id)
+		}
+	}
 	var gone []string
 	for _, m := range slices.Clone(c.members) {
 		if c.now.Sub(m.lastHeard) >= c.cfg.SessionTimeout {
@@ -255,8 +267,14 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 	case hb.Leave:
 		if m != nil {
 			c.remove(m)
+		} else {
+			c.bury(hb.MemberID) // its join may still be on its way
 		}
 		return Response{MemberID: hb.MemberID, Epoch: hb.Epoch, Shutdown: true, HeartbeatInterval: c.cfg.HeartbeatInterval}, nil
+	case m == nil && c.buried(hb.MemberID):
+		// A late heartbeat, a join among them, of a member that left or was
+		// dropped: that incarnation is over.
+		return Response{}, fmt.Errorf("coordinator: member %s at epoch %d left or was dropped (an ID is one incarnation): %w", errtext.Quote(hb.MemberID), hb.Epoch, ErrFenced)
 	case m == nil && (hb.Epoch == 0 || c.Recovering()):
 		if old := c.byID[hb.Replaces]; old != nil {
 			c.remove(old) // it has stopped: its process restarted as hb's sender
@@ -322,7 +340,20 @@ func (c *Coordinator) remove(m *member) {
 	c.setMayRun(m, nil)
 	delete(c.byID, m.id)
 	c.members = slices.DeleteFunc(c.members, func(x *member) bool { return x == m })
+	c.bury(m.id)
 	c.dirty = true
+}
+
+// bury refuses heartbeats under id for a session timeout. A copy of one of
+// its heartbeats delayed longer than that can still make it a member again,
+// one that never heartbeats: it is given tasks it never runs until its
+// session expires, which delays them but never runs one twice.
+func (c *Coordinator) bury(id string) { c.buriedUntil[id] = c.now.Add(c.cfg.SessionTimeout) }
+
+// buried reports whether heartbeats under id are refused.
+func (c *Coordinator) buried(id string) bool {
+	until, ok := c.buriedUntil[id]
+	return ok && c.now.Before(until)
 }
 
 // setMayRun replaces m's contribution to holders.

@@ -69,3 +69,44 @@ func TestMemberApply(t *testing.T) {
 	assert.Empty(t, stop.StopActive, "Stop after handing everything over stops nothing active")
 	assert.Equal(t, Heartbeat{MemberID: "S1", Epoch: 4, Leave: true}, m.LeaveHeartbeat())
 }
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// beatApply sends m's heartbeat at now and applies the response.
+func beatApply(t *testing.T, c *Coordinator, now time.Time, m *Member) {
+	t.Helper()
+	r, err := c.Heartbeat(now, m.Heartbeat())
+	require.NoError(t, err, "%s heartbeats", m.ID())
+	_, err = m.Apply(r)
+	require.NoError(t, err, "%s applies %+v", m.ID(), r)
+}
+
+// TestLateJoinAfterLeave: a late copy of a departed member's join is fenced,
+// not taken for a new member that would be given tasks it never runs.
+func TestLateJoinAfterLeave(t *testing.T) {
+	tasks := []learner.Task{{ID: "T1"}, {ID: "T2"}}
+	c, err := New(tasks, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
+	require.NoError(t, err)
+	s1, s2 := NewMember("S1"), NewMember("S2")
+	now := t0
+	beatApply(t, c, now, s1)
+	join := s2.Heartbeat()
+	_, err = c.Heartbeat(now, join)
+	require.NoError(t, err, "S2 joins")
+	_, err = c.Heartbeat(now, s2.LeaveHeartbeat())
+	require.NoError(t, err, "S2 leaves")
+	for range 3 {
+		beatApply(t, c, now, s1)
+	}
+	now = now.Add(time.Second)
+	_, err = c.Heartbeat(now, join)
+	require.ErrorIs(t, err, ErrFenced, "a late copy of S2's join, after S2 left")
+	assert.ErrorContains(t, err, "coordinator: ")
+	assert.Equal(t, []string{"S1"}, c.Members(), "the late join must not bring S2 back")
+	for range 9 {
+		now = now.Add(time.Second)
+		c.Tick(now)
+		beatApply(t, c, now, s1)
+	}
+	assert.Equal(t, []string{"T1", "T2"}, s1.Active(), "S1 runs every task: none went to a ghost (target %v)", c.Target())
+}

@@ -34,7 +34,9 @@
 // ErrFenced: the member stops everything and joins again under a new ID.
 // An ID is one incarnation: a member that lost its state never reuses it,
 // and a join (epoch 0) under an ID the coordinator knows at a later epoch
-// is fenced too.
+// is fenced too, as is any heartbeat under the ID of a member that left or
+// was dropped less than a session timeout ago (a late copy of its join
+// would otherwise bring it back as a member that runs nothing).
 //
 // # The order of a hand-over
 //

@@ -71,12 +71,15 @@ type history struct {
 	log     []string // the last events, printed on failure
 	broken  []learnertest.Violation
 	assigns int // Assign calls checked
+	// had and dropped: the IDs of members the current coordinator has had,
+	// and of those among them that are dead and that it has dropped.
+	had, dropped map[string]bool
 
 	failovers, timeouts, lost, dups, fenced, leaves, crashes, restarts, garbage int
 }
 
 func newHistory(ch chooser, nTasks, nMembers, k int, opts learner.Options) (*history, error) {
-	h := &history{ch: ch, k: k, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), faults: true}
+	h := &history{ch: ch, k: k, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), faults: true, had: map[string]bool{}, dropped: map[string]bool{}}
 	for i := range nTasks {
 		h.tasks = append(h.tasks, learner.Task{ID: fmt.Sprintf("T%d", i+1), Stateful: ch.intn(4) != 1})
 	}
@@ -156,6 +159,8 @@ func (h *history) chaos() {
 		}
 		h.c = c
 		c.assigned = h.checkAssign
+		clear(h.had)
+		clear(h.dropped)
 		h.failovers++
 		h.logf("coordinator fails over")
 	case 5:
@@ -246,6 +251,29 @@ func (h *history) step() error {
 	}
 	if len(h.broken) > 0 {
 		return fmt.Errorf("Assign's output for the coordinator breaks a rule: %v", h.broken)
+	}
+	return h.checkGhosts()
+}
+
+// checkGhosts is the incarnation property: a dead member that the
+// coordinator dropped never becomes a member again, whatever late copies of
+// its heartbeats arrive (they are late by less than a session timeout here).
+// A new coordinator knows nothing of the members dropped before it.
+func (h *history) checkGhosts() error {
+	in := map[string]bool{}
+	for _, id := range h.c.Members() {
+		in[id] = true
+		h.had[id] = true
+	}
+	for _, sm := range h.members {
+		id := sm.m.ID()
+		switch {
+		case sm.alive:
+		case in[id] && h.dropped[id]:
+			return fmt.Errorf("%s, dead and dropped, is a member again", id)
+		case !in[id] && h.had[id]:
+			h.dropped[id] = true
+		}
 	}
 	return nil
 }
