@@ -286,6 +286,12 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 		// A late copy of its join, or a restarted member reusing the ID of
 		// an incarnation that may still hold tasks: never a fresh start.
 		return Response{}, fmt.Errorf("coordinator: member %s joins with epoch 0, but its ID is in use at epoch %d (an ID is one incarnation): %w", errtext.Quote(hb.MemberID), m.acked, ErrFenced)
+	case hb.Epoch > m.sent && c.Recovering():
+		// The coordinator has sent no target of its own yet (it grants
+		// nothing in the window), only what heartbeats reported: the one it
+		// took m from was a late copy of an older one. The newer report is
+		// what m runs now, so it replaces the older.
+		c.adopt(m, hb)
 	case hb.Epoch > m.sent:
 		return Response{}, fmt.Errorf("coordinator: member %s reports epoch %d, the coordinator sent it %d: %w", errtext.Quote(hb.MemberID), hb.Epoch, m.sent, ErrFenced)
 	case m.sent >= MaxEpoch:
@@ -304,13 +310,9 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 	return c.response(m), nil
 }
 
-// add makes hb's sender a member. A joining member (epoch 0) runs nothing;
-// one that reports an epoch (in the recovery window, after a failover) is
-// taken at its word: what it runs, learns and keeps as standby is both
-// its current target and, until Assign says otherwise, its share of the
-// group's target.
+// add makes hb's sender a member, adopted from hb.
 func (c *Coordinator) add(hb Heartbeat) *member {
-	m := &member{id: hb.MemberID, acked: hb.Epoch, sent: hb.Epoch, lag: map[int32]int64{}}
+	m := &member{id: hb.MemberID, lag: map[int32]int64{}}
 	at, _ := slices.BinarySearchFunc(c.members, m.id, func(x *member, id string) int {
 		switch {
 		case x.id < id:
@@ -322,15 +324,24 @@ func (c *Coordinator) add(hb Heartbeat) *member {
 	})
 	c.members = slices.Insert(c.members, at, m)
 	c.byID[m.id] = m
-	if hb.Epoch > 0 {
-		m.active, _ = c.intern(hb.Active)
-		m.learning, _ = c.intern(hb.Learning)
-		m.standby, _ = c.intern(hb.Standby)
-		m.tgtActive, m.tgtLearning, m.tgtStandby = c.inTopology(m.active), c.inTopology(m.learning), c.inTopology(m.standby)
-		c.setMayRun(m, m.active)
-	}
-	c.dirty = true
+	c.adopt(m, hb)
 	return m
+}
+
+// adopt takes m at hb's epoch. A joining member (epoch 0) runs nothing; one
+// that reports an epoch (in the recovery window, after a failover) is taken
+// at its word: what it runs, learns and keeps as standby is both its
+// current target and, until Assign says otherwise, its share of the group's
+// target. Readiness it reported before starts over: it was of another epoch.
+func (c *Coordinator) adopt(m *member, hb Heartbeat) {
+	m.acked, m.sent = hb.Epoch, hb.Epoch
+	m.active, _ = c.intern(hb.Active)
+	m.learning, _ = c.intern(hb.Learning)
+	m.standby, _ = c.intern(hb.Standby)
+	m.tgtActive, m.tgtLearning, m.tgtStandby = c.inTopology(m.active), c.inTopology(m.learning), c.inTopology(m.standby)
+	m.ready = nil
+	c.setMayRun(m, union(m.repActive, m.active))
+	c.dirty = true
 }
 
 // remove drops m from the group: it has left or its session expired, so it

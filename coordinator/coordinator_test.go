@@ -110,3 +110,52 @@ func TestLateJoinAfterLeave(t *testing.T) {
 	}
 	assert.Equal(t, []string{"T1", "T2"}, s1.Active(), "S1 runs every task: none went to a ghost (target %v)", c.Target())
 }
+
+// TestRecoveryAdoptsHighestEpoch: in the recovery window, a delayed older
+// heartbeat that arrives before a member's current one does not get the
+// current one fenced: the member is adopted again at the higher epoch.
+func TestRecoveryAdoptsHighestEpoch(t *testing.T) {
+	tasks := []learner.Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}}
+	cfg := Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true}
+	c, err := New(tasks, cfg)
+	require.NoError(t, err)
+	s1, s2 := NewMember("S1"), NewMember("S2")
+	now := t0
+	beatApply(t, c, now, s1)
+	stale := s1.Heartbeat()
+	beatApply(t, c, now, s2)
+	require.True(t, s2.Restored("T1"), "S2 learns T1")
+	beatApply(t, c, now, s2)
+	beatApply(t, c, now, s1)
+	beatApply(t, c, now, s1)
+	beatApply(t, c, now, s2)
+	require.Greater(t, s1.Epoch(), stale.Epoch, "S1 moved on from the delayed heartbeat's epoch")
+
+	cfg.FreshGroup = false
+	c2, err := New(tasks, cfg)
+	require.NoError(t, err)
+	now = now.Add(time.Second)
+	_, err = c2.Heartbeat(now, stale)
+	require.NoError(t, err, "the delayed heartbeat, first to reach the new coordinator")
+	r, err := c2.Heartbeat(now, s1.Heartbeat())
+	require.NoError(t, err, "S1's current heartbeat, after a delayed older copy")
+	assert.Equal(t, s1.Epoch(), r.Epoch, "S1 adopted at the epoch it reports")
+	assert.Equal(t, s1.Active(), r.Active, "S1 adopted with what it runs")
+	r, err = c2.Heartbeat(now, stale)
+	require.NoError(t, err, "the delayed heartbeat again")
+	assert.Equal(t, s1.Epoch(), r.Epoch, "a heartbeat older than the adopted one changes nothing")
+	beatApply(t, c2, now, s2)
+
+	// Once the window ends, the group goes on from what the members run:
+	// T1, which S1 gave to S2, is never active on both.
+	for range 12 {
+		now = now.Add(time.Second)
+		c2.Tick(now)
+		beatApply(t, c2, now, s1)
+		beatApply(t, c2, now, s2)
+		for _, task := range s1.Active() {
+			assert.NotContains(t, s2.Active(), task, "%s active on both members", task)
+		}
+	}
+	assert.Equal(t, []string{"S1", "S2"}, c2.Members())
+}

@@ -84,7 +84,11 @@
 // epoch the member reports, takes what it runs as its target, and grants
 // nothing during a recovery window of one SessionTimeout from its first
 // event: by then every member still running a task has either heartbeated
-// or fenced itself, so no task it grants can be running elsewhere. Tasks
+// or fenced itself, so no task it grants can be running elsewhere. The
+// first heartbeat it gets from a member may be a late copy of an older one;
+// within the window, a member that reports a higher epoch is adopted again
+// at that epoch (the coordinator has issued no epoch of its own yet, and a
+// member runs only what its newest epoch gave it). Tasks
 // that run keep running through the window; moves and ownerless tasks wait
 // for it to end. The old coordinator must have stopped answering before the
 // new one starts (a lease, as any leader election gives). A coordinator that knows no coordinator ever granted tasks

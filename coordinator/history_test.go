@@ -75,6 +75,8 @@ type history struct {
 	// and of those among them that are dead and that it has dropped.
 	had, dropped map[string]bool
 
+	// fenced counts late heartbeats refused with ErrFenced: an honest
+	// member's own heartbeats never are.
 	failovers, timeouts, lost, dups, fenced, leaves, crashes, restarts, garbage int
 }
 
@@ -287,6 +289,9 @@ func (h *history) deliverStash() {
 		}
 		// The response goes to a request the member gave up on: dropped.
 		_, err := h.c.Heartbeat(h.now, s.hb)
+		if errors.Is(err, ErrFenced) {
+			h.fenced++
+		}
 		h.logf("late heartbeat %s@%d delivered: err=%v", s.hb.MemberID, s.hb.Epoch, err)
 	}
 	h.stash = keep
@@ -346,14 +351,11 @@ func (h *history) heartbeat(sm *simMember) (again bool, err error) {
 		h.stash = append(h.stash, stashed{at: h.now.Add(time.Duration(1+h.ch.intn(16)) * step), hb: hb})
 	}
 	resp, err := h.c.Heartbeat(h.now, hb)
-	if errors.Is(err, ErrFenced) {
-		h.fenced++
-		h.logf("%s fenced: %v", m.ID(), err)
-		m.Stop()
-		sm.alive = false
-		return false, nil
-	}
 	if err != nil {
+		// Fenced included: a live member has had a response within its
+		// fence timeout, so its session is live, and late copies of its
+		// older heartbeats (after a failover too) must not make its epoch
+		// look like one the coordinator never issued.
 		return false, fmt.Errorf("Heartbeat(%+v) = %w, want no error from an honest member", hb, err)
 	}
 	if fault == 4 { // the response is lost

@@ -51,11 +51,11 @@ func historySeed(t *testing.T) uint64 {
 // TestPropertyHistories runs random group histories (joins, leaves with and
 // without deadline, crashes, coordinator failovers, lost, late and duplicate
 // heartbeats and responses, malformed heartbeats) and checks at every step
-// that no task is active on two members and that no dead member the
-// coordinator dropped is a member again; then, once the chaos stops, that
-// every task gets an owner and the group reaches Assign's balanced fixed
-// point within the bounds above. COORDINATOR_LONG=1 runs 20,000 histories;
-// COORDINATOR_SEED=n replays the histories of a seed.
+// that no task is active on two members, that no live member is fenced and
+// that no dead member the coordinator dropped is a member again; then, once
+// the chaos stops, that every task gets an owner and the group reaches
+// Assign's balanced fixed point within the bounds above. COORDINATOR_LONG=1
+// runs 20,000 histories; COORDINATOR_SEED=n replays the histories of a seed.
 func TestPropertyHistories(t *testing.T) {
 	n := 1000
 	if testing.Short() {
@@ -85,7 +85,7 @@ func TestPropertyHistories(t *testing.T) {
 		total.assigns += h.assigns
 		total.garbage += h.garbage
 	}
-	t.Logf("%d histories: %d failovers, %d session timeouts, %d lost and %d late or duplicate heartbeats, %d fenced, %d leaves, %d crashes (%d restarted at once), %d malformed heartbeats",
+	t.Logf("%d histories: %d failovers, %d session timeouts, %d lost and %d late or duplicate heartbeats (%d late ones fenced), %d leaves, %d crashes (%d restarted at once), %d malformed heartbeats",
 		n, total.failovers, total.timeouts, total.lost, total.dups, total.fenced, total.leaves, total.crashes, total.restarts, total.garbage)
 	t.Logf("%d Assign calls judged by learnertest.Check", total.assigns)
 	t.Logf("after the chaos: every task owned within %v, settled within %v (at worst)", time.Duration(maxOwned)*step, time.Duration(maxSettled)*step)
