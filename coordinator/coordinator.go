@@ -107,6 +107,8 @@ type member struct {
 	// last target the coordinator answered with. acked == sent: the member
 	// has applied the latest target, and only then may it change.
 	acked, sent int64
+	// seq is the Seq of the latest heartbeat recorded (epoch acked).
+	seq int64
 
 	// What the member reported in its latest heartbeat (highest epoch).
 	repActive   set
@@ -298,7 +300,7 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 		// No epoch is left to give it a new target: it must start over. Its
 		// tasks stay counted until its session expires.
 		return Response{}, fmt.Errorf("coordinator: member %s has used up its epochs: %w", errtext.Quote(hb.MemberID), ErrFenced)
-	case hb.Epoch < m.acked:
+	case hb.Epoch < m.acked || hb.Epoch == m.acked && hb.Seq < m.seq:
 		return c.response(m), nil // late or duplicate: newer news is in already
 	}
 	c.report(m, hb)
@@ -393,16 +395,18 @@ func (c *Coordinator) readyNow(m *member, t int32) bool {
 	return ok && c.cfg.Options.AcceptableLag > 0 && l <= c.cfg.Options.AcceptableLag
 }
 
-// report records a heartbeat that is not older than what m reported before.
-// Within one epoch a member's roles are the ones that epoch's target gave
-// it, so a heartbeat delivered late within the epoch can only carry older
-// lags: readiness and leaving are kept once reported.
+// report records a heartbeat that is not older than what m reported before:
+// of a higher epoch, or of the same one and no lower Seq. A duplicate of the
+// latest is recorded again, which changes none of what m reported. Within one
+// epoch a member's roles are the ones that epoch's target gave it; a member
+// that does not number its heartbeats (Seq 0) may still have a late one of
+// the epoch recorded, so readiness and leaving are kept once reported.
 func (c *Coordinator) report(m *member, hb Heartbeat) {
 	wasReady := make([]bool, len(m.tgtLearning))
 	for i, t := range m.tgtLearning {
 		wasReady[i] = c.readyNow(m, t)
 	}
-	m.acked = hb.Epoch
+	m.acked, m.seq = hb.Epoch, hb.Seq
 	m.lastHeard = c.now
 	active, extra := c.intern(hb.Active)
 	m.repExtra = extra

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -158,4 +159,28 @@ func TestRecoveryAdoptsHighestEpoch(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"S1", "S2"}, c2.Members())
+}
+
+// TestLateHeartbeatSameEpoch: a heartbeat delivered late within its epoch
+// does not take back what a newer one of the same epoch reported.
+func TestLateHeartbeatSameEpoch(t *testing.T) {
+	tasks := []learner.Task{{ID: "T1"}, {ID: "T2"}, {ID: "T3"}, {ID: "T4"}}
+	c, err := New(tasks, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
+	require.NoError(t, err)
+	s1, s2 := NewMember("S1"), NewMember("S2")
+	now := t0
+	for range 4 {
+		beatApply(t, c, now, s1)
+		beatApply(t, c, now, s2)
+	}
+	old := s2.Heartbeat()
+	s2.SetCapacity(3, "")
+	now = now.Add(time.Second)
+	beatApply(t, c, now, s2)
+	require.Equal(t, old.Epoch, s2.Epoch(), "the late heartbeat is of the current epoch")
+	before := fmt.Sprint(c.Target())
+	_, err = c.Heartbeat(now.Add(time.Second), old)
+	require.NoError(t, err, "the late heartbeat")
+	beatApply(t, c, now.Add(time.Second), s1)
+	assert.Equal(t, before, fmt.Sprint(c.Target()), "a late older heartbeat changed the target")
 }

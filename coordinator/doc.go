@@ -14,9 +14,10 @@
 // # Messages
 //
 // A member sends a Heartbeat every Response.HeartbeatInterval: its ID, the
-// epoch of the last response it applied (0 to join), the tasks it runs
-// active, its learners (with lag, or flagged ready), its standbys, whether it
-// is leaving, its capacity and rack. The coordinator answers with a
+// epoch of the last response it applied (0 to join), a sequence number that
+// grows with every heartbeat, the tasks it runs active, its learners (with
+// lag, or flagged ready), its standbys, whether it is leaving, its capacity
+// and rack. The coordinator answers with a
 // Response: the member's full target (active, learning, standby) at a
 // member epoch. A member leaves with a last heartbeat whose Leave is set.
 //
@@ -28,8 +29,11 @@
 // member runs. Responses are whole targets: a lost one is repeated by the
 // next, and a member applies a response only if its epoch is at least its
 // own. The coordinator ignores a heartbeat older than one it has seen from
-// the member (late or duplicated delivery): within one epoch a member's roles
-// are fixed, so a late heartbeat can only carry older lags. A heartbeat with
+// the member (late or duplicated delivery): of a lower epoch, or of the same
+// epoch and a lower sequence number (Heartbeat.Seq). Within one epoch a
+// member's roles are fixed, but its readiness, lags, capacity and rack
+// change, and a late heartbeat would carry older ones. A duplicate of the
+// latest heartbeat is taken again, which reports nothing new. A heartbeat with
 // an epoch the coordinator never issued, or from a member it dropped, gets
 // ErrFenced: the member stops everything and joins again under a new ID.
 // An ID is one incarnation: a member that lost its state never reuses it,

@@ -3,11 +3,13 @@ package coordinator
 import "testing"
 
 // FuzzHistory runs a group history whose every choice (the group, the
-// options, joins, leaves, crashes, failovers, network faults, the order of
-// heartbeats, malformed heartbeats) comes from the fuzz input, with the
-// property test's checks: no task ever active on two members, no dead
-// member back once dropped, every task owned and the group at Assign's
-// fixed point within the bounds once the input runs out. The seed corpus is in testdata/fuzz/FuzzHistory.
+// options, joins, leaves, crashes, capacity changes, failovers, network
+// faults, the order of heartbeats, malformed heartbeats) comes from the fuzz
+// input, with the property test's checks: no task ever active on two
+// members, no live member fenced, no late heartbeat taking back newer news,
+// no dead member back once dropped, every task owned and the group at
+// Assign's fixed point within the bounds once the input runs out. The seed
+// corpus is in testdata/fuzz/FuzzHistory.
 func FuzzHistory(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{7, 3, 2, 1, 12, 4, 0, 5, 9, 200, 4, 4, 4, 4, 4, 4, 4, 4, 4})

@@ -49,6 +49,9 @@ type simMember struct {
 	nextHB   time.Time
 	lastResp time.Time      // when the last heartbeat that got a response was sent
 	readyIn  map[string]int // learner task -> heartbeats until its replay is done
+	// newest is the newest of its heartbeats the coordinator has taken
+	// (Seq 0: none yet).
+	newest Heartbeat
 }
 
 type stashed struct {
@@ -163,10 +166,18 @@ func (h *history) chaos() {
 		c.assigned = h.checkAssign
 		clear(h.had)
 		clear(h.dropped)
+		for _, sm := range h.members {
+			sm.newest = Heartbeat{}
+		}
 		h.failovers++
 		h.logf("coordinator fails over")
 	case 5:
 		h.garbageHeartbeat()
+	case 6: // what it reports changes within an epoch
+		if sm := pick(h.ch, live); sm != nil {
+			sm.m.SetCapacity(h.ch.intn(4), "")
+			h.logf("%s reports capacity %d", sm.m.ID(), sm.m.Heartbeat().Capacity)
+		}
 	}
 }
 
@@ -233,7 +244,9 @@ func (h *history) step() error {
 	} else if !slices.ContainsFunc(h.live(), func(sm *simMember) bool { return !sm.m.Heartbeat().Leaving }) {
 		h.join() // a quiet group needs a staying member to converge
 	}
-	h.deliverStash()
+	if err := h.deliverStash(); err != nil {
+		return err
+	}
 	if gone := h.c.Tick(h.now); len(gone) > 0 {
 		h.timeouts += len(gone)
 		h.logf("session timeout: %v", gone)
@@ -280,7 +293,7 @@ func (h *history) checkGhosts() error {
 	return nil
 }
 
-func (h *history) deliverStash() {
+func (h *history) deliverStash() error {
 	keep := h.stash[:0]
 	for _, s := range h.stash {
 		if s.at.After(h.now) {
@@ -292,9 +305,32 @@ func (h *history) deliverStash() {
 		if errors.Is(err, ErrFenced) {
 			h.fenced++
 		}
-		h.logf("late heartbeat %s@%d delivered: err=%v", s.hb.MemberID, s.hb.Epoch, err)
+		h.logf("late heartbeat %s@%d#%d delivered: err=%v", s.hb.MemberID, s.hb.Epoch, s.hb.Seq, err)
+		for _, sm := range h.members {
+			if sm.m.ID() == s.hb.MemberID && err == nil {
+				if err := h.taken(sm, s.hb); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	h.stash = keep
+	return nil
+}
+
+// taken checks, after the coordinator took one of sm's heartbeats without
+// error, that it holds what sm's newest heartbeat it took reports: a late
+// older one, of the same epoch too, changes nothing.
+func (h *history) taken(sm *simMember, hb Heartbeat) error {
+	if hb.Seq > sm.newest.Seq {
+		sm.newest = hb
+	}
+	m := h.c.byID[sm.m.ID()]
+	if m != nil && m.capacity != sm.newest.Capacity {
+		return fmt.Errorf("the coordinator holds capacity %d for %s, whose newest heartbeat it took (%d#%d) reports %d",
+			m.capacity, sm.m.ID(), sm.newest.Epoch, sm.newest.Seq, sm.newest.Capacity)
+	}
+	return nil
 }
 
 // tick runs one member's application for this step.
@@ -357,6 +393,9 @@ func (h *history) heartbeat(sm *simMember) (again bool, err error) {
 		// older heartbeats (after a failover too) must not make its epoch
 		// look like one the coordinator never issued.
 		return false, fmt.Errorf("Heartbeat(%+v) = %w, want no error from an honest member", hb, err)
+	}
+	if err := h.taken(sm, hb); err != nil {
+		return false, err
 	}
 	if fault == 4 { // the response is lost
 		h.lost++
@@ -460,7 +499,7 @@ func (h *history) settled() (bool, error) {
 		if len(hb.Learning) > 0 || hb.Leaving {
 			return false, nil
 		}
-		mds = append(mds, learner.MemberMetadata{ID: hb.MemberID, Assigned: hb.Active, Standby: hb.Standby})
+		mds = append(mds, learner.MemberMetadata{ID: hb.MemberID, Assigned: hb.Active, Standby: hb.Standby, Capacity: hb.Capacity})
 	}
 	if got := h.c.Members(); len(got) != len(live) {
 		return false, nil // a ghost (garbage or timed-out member) is still counted

@@ -20,6 +20,7 @@ import (
 type Member struct {
 	w        *learner.Worker
 	epoch    int64
+	seq      int64 // of the last heartbeat built
 	deadline time.Time
 	capacity int
 	rack     string
@@ -53,13 +54,16 @@ func (m *Member) Epoch() int64 { return m.epoch }
 func (m *Member) SetCapacity(capacity int, rack string) { m.capacity, m.rack = capacity, rack }
 
 // Heartbeat returns what the member reports now: what it runs, learns and
-// keeps as standby, its learners' readiness and the lags it knows.
+// keeps as standby, its learners' readiness and the lags it knows. Each call
+// numbers the heartbeat one higher than the last (Heartbeat.Seq), so that
+// the coordinator can tell a late copy from newer news.
 func (m *Member) Heartbeat() Heartbeat {
 	// The worker's join report is its current status: the coordinator never
 	// tags tasks learned, so nothing moves to Revoked.
 	md := m.w.Join()
+	m.seq++ // MaxEpoch is 2^53 calls away: 285,000 years at one a millisecond
 	return Heartbeat{
-		MemberID: md.ID, Epoch: m.epoch,
+		MemberID: md.ID, Epoch: m.epoch, Seq: m.seq,
 		Active: md.Assigned, Learning: md.Learning, Ready: md.Ready, Standby: md.Standby, Lag: md.Lag,
 		Leaving: md.Leaving, Deadline: m.deadline, Capacity: m.capacity, Rack: m.rack,
 		Replaces: m.replaces,

@@ -39,6 +39,13 @@ type Heartbeat struct {
 	// Epoch is the epoch of the last Response the member applied; 0 to join.
 	// A joining member runs nothing: Active, Learning and Standby are empty.
 	Epoch int64
+	// Seq numbers the member's heartbeats, in [0, MaxEpoch]: each one it
+	// sends has a higher Seq than the one before (Member.Heartbeat counts
+	// them). Within an epoch a member's readiness, lags, capacity and rack
+	// change, so the coordinator ignores a heartbeat of the epoch it has
+	// recorded with a lower Seq: a late one, whose news is older. A member
+	// that sends Seq 0 throughout is ordered by Epoch alone.
+	Seq int64
 	// Replaces, in a join, names the member this one restarts (Kafka's
 	// static membership): the joining process knows that incarnation has
 	// stopped, so the coordinator drops it at once instead of waiting for
@@ -100,7 +107,8 @@ type Response struct {
 // Limits on numbers that come from outside, so arithmetic on them cannot
 // overflow.
 const (
-	// MaxEpoch bounds epochs: exact in JSON (float64) and far from overflow.
+	// MaxEpoch bounds epochs and heartbeat sequence numbers: exact in JSON
+	// (float64) and far from overflow.
 	MaxEpoch    = 1 << 53
 	maxCapacity = 1 << 20
 	maxList     = 1 << 24
@@ -117,6 +125,8 @@ func validate(hb Heartbeat) error {
 		return heartbeatErr(hb, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", learner.MaxIDLen)
 	case hb.Epoch < 0 || hb.Epoch > MaxEpoch:
 		return heartbeatErr(hb, "epoch %d out of range [0, %d]", hb.Epoch, int64(MaxEpoch))
+	case hb.Seq < 0 || hb.Seq > MaxEpoch:
+		return heartbeatErr(hb, "seq %d out of range [0, %d]", hb.Seq, int64(MaxEpoch))
 	case hb.Capacity < 0 || hb.Capacity > maxCapacity:
 		return heartbeatErr(hb, "capacity %d out of range [0, %d]", hb.Capacity, maxCapacity)
 	case hb.Rack != "" && !learner.ValidID(hb.Rack):

@@ -49,13 +49,15 @@ func historySeed(t *testing.T) uint64 {
 }
 
 // TestPropertyHistories runs random group histories (joins, leaves with and
-// without deadline, crashes, coordinator failovers, lost, late and duplicate
-// heartbeats and responses, malformed heartbeats) and checks at every step
-// that no task is active on two members, that no live member is fenced and
-// that no dead member the coordinator dropped is a member again; then, once
-// the chaos stops, that every task gets an owner and the group reaches
-// Assign's balanced fixed point within the bounds above. COORDINATOR_LONG=1
-// runs 20,000 histories; COORDINATOR_SEED=n replays the histories of a seed.
+// without deadline, crashes, capacity changes, coordinator failovers, lost,
+// late and duplicate heartbeats and responses, malformed heartbeats) and
+// checks at every step that no task is active on two members, that no live
+// member is fenced, that a late heartbeat never takes back what a newer one
+// reported and that no dead member the coordinator dropped is a member
+// again; then, once the chaos stops, that every task gets an owner and the
+// group reaches Assign's balanced fixed point within the bounds above.
+// COORDINATOR_LONG=1 runs 20,000 histories; COORDINATOR_SEED=n replays the
+// histories of a seed.
 func TestPropertyHistories(t *testing.T) {
 	n := 1000
 	if testing.Short() {
