@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -22,6 +23,19 @@ import (
 // whatever offset the group had committed.
 const positionHeader = "learner.position"
 
+// groupHeader carries, on the first changelog record of an input record
+// that changed several keys, the other changes of that input record (see
+// encodeChanges). The changelog is not transactional: a writer that fails
+// or crashes in the middle of an input record's records leaves a prefix of
+// them, and the idempotent producer guarantees no more than that (a failed
+// batch fails every later one of its partition). Since the first record
+// lands whenever any does, a restore applies the whole input record or
+// none of it, and the position it records is never ahead of the state. The
+// next owner writes the records a prefix lacks before it processes input
+// (Runtime.complete), so that compaction of the first record cannot lose
+// them.
+const groupHeader = "learner.group"
+
 // ErrBadChangelog wraps an error about a changelog record the runtime cannot
 // apply (a record some other writer produced, or a corrupt one).
 var ErrBadChangelog = errors.New("state: bad changelog record")
@@ -38,8 +52,13 @@ func ChangelogTopic(group string, subtopology int) string {
 // reaches with it. Seeding state (a migration, a benchmark) with such
 // records gives tasks state the runtime restores like its own.
 func ChangelogRecord(topic string, partition int32, key, value []byte, position map[string]int64) *kgo.Record {
+	return changelogRecord(topic, partition, key, value, encodePosition(position))
+}
+
+// changelogRecord is ChangelogRecord with the position encoded.
+func changelogRecord(topic string, partition int32, key, value, position []byte) *kgo.Record {
 	return &kgo.Record{Topic: topic, Partition: partition, Key: key, Value: value,
-		Headers: []kgo.RecordHeader{{Key: positionHeader, Value: encodePosition(position)}}}
+		Headers: []kgo.RecordHeader{{Key: positionHeader, Value: position}}}
 }
 
 func encodePosition(pos map[string]int64) []byte {
@@ -56,11 +75,12 @@ func encodePosition(pos map[string]int64) []byte {
 }
 
 // changeOf decodes a changelog record: the change, its input position
-// (still encoded, checked), and whether it is a marker (a position without
-// a change). Restoring parses only the position of a batch's last record:
-// parsing every record's allocated a map per record and was a third of a
-// restore's CPU.
-func changeOf(r *kgo.Record) (ch Change, pos []byte, marker bool, err error) {
+// (still encoded, checked), whether it is a marker (a position without a
+// change), and the other changes of its input record if it is the first of
+// several (groupHeader). Restoring parses only the position of a batch's
+// last record: parsing every record's allocated a map per record and was a
+// third of a restore's CPU.
+func changeOf(r *kgo.Record) (ch Change, pos []byte, marker bool, others []Change, err error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s partition %d offset %d: %s", ErrBadChangelog, r.Topic, r.Partition, r.Offset, fmt.Sprintf(format, args...))
 	}
@@ -70,18 +90,87 @@ func changeOf(r *kgo.Record) (ch Change, pos []byte, marker bool, err error) {
 			marker = true
 		case positionHeader:
 			if !validPositions(h.Value) {
-				return Change{}, nil, false, bad("header %s: %q is not a list of <topic>=<offset>", positionHeader, h.Value)
+				return Change{}, nil, false, nil, bad("header %s: %q is not a list of <topic>=<offset>", positionHeader, h.Value)
 			}
 			pos = h.Value
+		case groupHeader:
+			if others, err = decodeChanges(h.Value); err != nil {
+				return Change{}, nil, false, nil, bad("header %s: %v", groupHeader, err)
+			}
 		}
 	}
 	switch {
 	case pos == nil:
-		return Change{}, nil, false, bad("no %s header (was it written by this runtime?)", positionHeader)
+		return Change{}, nil, false, nil, bad("no %s header (was it written by this runtime?)", positionHeader)
 	case len(r.Key) == 0:
-		return Change{}, nil, false, bad("no key")
+		return Change{}, nil, false, nil, bad("no key")
+	case marker && others != nil:
+		return Change{}, nil, false, nil, bad("a position marker with a %s header", groupHeader)
 	}
-	return Change{Key: r.Key, Value: r.Value}, pos, marker, nil
+	return Change{Key: r.Key, Value: r.Value}, pos, marker, others, nil
+}
+
+// encodeChanges encodes changes for groupHeader: per change, the key (its
+// length as a uvarint, then its bytes), then changeSet and the value
+// likewise, or changeDelete.
+func encodeChanges(changes []Change) []byte {
+	var b []byte
+	for _, ch := range changes {
+		b = binary.AppendUvarint(b, uint64(len(ch.Key)))
+		b = append(b, ch.Key...)
+		if ch.Value == nil {
+			b = append(b, changeDelete)
+			continue
+		}
+		b = append(b, changeSet)
+		b = binary.AppendUvarint(b, uint64(len(ch.Value)))
+		b = append(b, ch.Value...)
+	}
+	return b
+}
+
+// The kinds of change in encodeChanges.
+const (
+	changeDelete = 0
+	changeSet    = 1
+)
+
+// decodeChanges decodes what encodeChanges encodes, checking every length
+// against the bytes left. The changes alias b.
+func decodeChanges(b []byte) ([]Change, error) {
+	var out []Change
+	for len(b) > 0 {
+		key, rest, ok := cutField(b)
+		if !ok || len(key) == 0 || len(rest) == 0 {
+			return nil, fmt.Errorf("change %d: no key, or nothing after it", len(out))
+		}
+		ch := Change{Key: key}
+		switch kind := rest[0]; kind {
+		case changeDelete:
+			b = rest[1:]
+		case changeSet:
+			if ch.Value, b, ok = cutField(rest[1:]); !ok {
+				return nil, fmt.Errorf("change %d: value length past the bytes left", len(out))
+			}
+		default:
+			return nil, fmt.Errorf("change %d: kind %d is neither set nor delete", len(out), kind)
+		}
+		out = append(out, ch)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no change")
+	}
+	return out, nil
+}
+
+// cutField cuts a uvarint length and that many bytes from the front of b.
+func cutField(b []byte) (field, rest []byte, ok bool) {
+	n, size := binary.Uvarint(b)
+	if size <= 0 || n > uint64(len(b)-size) {
+		return nil, nil, false
+	}
+	b = b[size:]
+	return b[:n:n], b[n:], true
 }
 
 // validPositions reports whether b holds at least one "<topic>=<offset>"

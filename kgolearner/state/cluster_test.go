@@ -66,13 +66,14 @@ func (c *cluster) run(cfg state.Config) (done <-chan error, stop func()) {
 	return errs, stop
 }
 
-// failProduce answers the n-th Produce request from now on (counting from
-// 1) with INVALID_RECORD for every partition, as a broker refusing a batch.
-func (c *cluster) failProduce(n int) {
-	seen := 0
+// failProduce answers the Produce requests from now on for which fail(n)
+// is true, n counting them from 1, with INVALID_RECORD for every
+// partition, as a broker refusing a batch.
+func (c *cluster) failProduce(fail func(n int) bool) {
+	n := 0
 	c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		c.c.KeepControl()
-		if seen++; seen != n {
+		if n++; !fail(n) {
 			return nil, nil, false
 		}
 		req := kr.(*kmsg.ProduceRequest)
@@ -100,4 +101,29 @@ func waitErr(t *testing.T, done <-chan error) error {
 		t.Fatal("Run still runs after 20s")
 		return nil
 	}
+}
+
+// changelogKeys returns the keys of a changelog partition's records, in
+// offset order, position markers left out.
+func (c *cluster) changelogKeys(topic string, partition int32) []string {
+	c.t.Helper()
+	cl, err := kgo.NewClient(append(c.opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}))...)
+	require.NoError(c.t, err)
+	defer cl.Close()
+	ends, err := state.EndOffsets(context.Background(), cl, map[string][]int32{topic: {partition}})
+	require.NoError(c.t, err)
+	var keys []string
+	for next := int64(0); next < ends[topic][partition]; {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		require.NoError(c.t, fs.Err(), "reading %s partition %d", topic, partition)
+		fs.EachRecord(func(rec *kgo.Record) {
+			if string(rec.Key) != "learner.position" {
+				keys = append(keys, string(rec.Key))
+			}
+			next = rec.Offset + 1
+		})
+	}
+	return keys
 }

@@ -74,6 +74,12 @@ var ErrInvalidKey = errors.New("state: invalid key")
 
 // Put sets key to value in the task's state; a nil value deletes the key.
 // The change reaches the store once the changelog has acknowledged it.
+// Several Puts of one key for one input record write one changelog record,
+// the last value. When an input record changes several keys, its first
+// changelog record also carries the others' changes, so that a write cut
+// short restores all of them or none: all of an input record's changes
+// together must fit a record the broker accepts (message.max.bytes, 1 MB by
+// default).
 func (c *Context) Put(key, value []byte) error {
 	t := c.tb.t
 	if !t.stateful {
@@ -83,9 +89,17 @@ func (c *Context) Put(key, value []byte) error {
 		return fmt.Errorf("state: task %s: put %q: %w", t.id, key, ErrInvalidKey)
 	}
 	key, value = slices.Clone(key), cloneValue(value)
-	c.tb.overlay[string(key)] = value
-	c.tb.changes = append(c.tb.changes, Change{Key: key, Value: value})
-	c.tb.changelog = append(c.tb.changelog, ChangelogRecord(t.changelog, t.partition, key, value, c.tb.pos))
+	tb := c.tb
+	tb.overlay[string(key)] = value
+	if i, ok := tb.groupAt[string(key)]; ok {
+		tb.group[i].Value = value
+		return nil
+	}
+	if tb.groupAt == nil {
+		tb.groupAt = map[string]int{}
+	}
+	tb.groupAt[string(key)] = len(tb.group)
+	tb.group = append(tb.group, Change{Key: key, Value: value})
 	return nil
 }
 
@@ -114,6 +128,8 @@ type taskBatch struct {
 	overlay   map[string][]byte // writes of this batch; nil value: deleted
 	changes   []Change
 	changelog []*kgo.Record
+	group     []Change       // the record in process's changes, one per key, in first-Put order
+	groupAt   map[string]int // key -> index in group
 	outputs   []*kgo.Record
 	pos       map[string]int64 // input position after the record in process
 	marked    bool             // pos reached the changelog with the last record
@@ -156,7 +172,7 @@ func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) error {
 			r.observeError(fmt.Errorf("state: fetch %s partition %d: %w", topic, p, err))
 		}
 	})
-	r.activate()
+	r.activate(ctx)
 	start := time.Now()
 	batch := r.collect(fs)
 	if len(batch) == 0 {
@@ -190,8 +206,8 @@ func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) error {
 
 // activate starts processing the active tasks that caught up with their
 // changelog. It runs on the poll goroutine, between polls, where kgo allows
-// SetOffsets.
-func (r *Runtime) activate() {
+// SetOffsets and no revoke runs.
+func (r *Runtime) activate(ctx context.Context) {
 	r.mu.Lock()
 	var ready []*task
 	for _, t := range r.tasks {
@@ -201,6 +217,9 @@ func (r *Runtime) activate() {
 	}
 	r.mu.Unlock()
 	for _, t := range ready {
+		if !r.complete(ctx, t) {
+			continue // caught up still: the next poll tries again
+		}
 		t.applyMu.Lock()
 		r.mu.Lock()
 		if t.role == roleActive && !t.running && t.caughtUp {
@@ -235,6 +254,37 @@ func (r *Runtime) activate() {
 		r.mu.Unlock()
 		t.applyMu.Unlock()
 	}
+}
+
+// complete writes the changelog records of the last input record restored
+// that the changelog lacks (t.pending, see groupHeader) and reports whether
+// the task may run. Its store holds those changes; the changelog must too
+// before anything follows them, or a restore would take the next records'
+// position without them once compaction dropped the group's first record.
+func (r *Runtime) complete(ctx context.Context, t *task) bool {
+	t.applyMu.Lock()
+	defer t.applyMu.Unlock()
+	if len(t.pending) == 0 {
+		return true
+	}
+	recs := make([]*kgo.Record, len(t.pending))
+	for i, ch := range t.pending {
+		recs[i] = changelogRecord(t.changelog, t.partition, ch.Key, ch.Value, t.pendingPos)
+	}
+	if err := r.produce(ctx, recs); err != nil {
+		r.observeError(fmt.Errorf("state: task %s: write the %d records the changelog's last input record lacks: %w", t.id, len(recs), err))
+		return false
+	}
+	cp := Checkpoint{Changelog: recs[len(recs)-1].Offset + 1, Input: t.cp.Input}
+	if err := t.store.Apply(nil, cp); err != nil {
+		r.fail(fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err))
+		return false
+	}
+	t.cp, t.pending = cp, nil
+	r.mu.Lock()
+	t.restored = cp.Changelog
+	r.mu.Unlock()
+	return true
 }
 
 // collect sorts polled records by task: records of running tasks make the
@@ -304,12 +354,12 @@ func (r *Runtime) process(ctx context.Context, batch []*taskBatch) error {
 				continue
 			}
 			tb.pos[rec.Topic] = rec.Offset + 1
-			n := len(tb.changelog)
 			c := &Context{tb: tb}
 			if err := r.cfg.Process(c, rec); err != nil {
 				return fmt.Errorf("state: task %s: process %s partition %d offset %d: %w", t.id, rec.Topic, rec.Partition, rec.Offset, err)
 			}
-			tb.marked = len(tb.changelog) > n
+			tb.marked = len(tb.group) > 0
+			tb.endRecord()
 			tb.done = append(tb.done, rec)
 		}
 		if t.stateful && len(tb.done) > 0 && !tb.marked {
@@ -320,6 +370,25 @@ func (r *Runtime) process(ctx context.Context, batch []*taskBatch) error {
 		}
 	}
 	return nil
+}
+
+// endRecord turns the changes of the input record just processed into
+// changelog records, the first carrying the others (groupHeader).
+func (tb *taskBatch) endRecord() {
+	if len(tb.group) == 0 {
+		return
+	}
+	t, pos := tb.t, encodePosition(tb.pos)
+	for i, ch := range tb.group {
+		rec := changelogRecord(t.changelog, t.partition, ch.Key, ch.Value, pos)
+		if i == 0 && len(tb.group) > 1 {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: groupHeader, Value: encodeChanges(tb.group[1:])})
+		}
+		tb.changelog = append(tb.changelog, rec)
+	}
+	tb.changes = append(tb.changes, tb.group...)
+	tb.group = tb.group[:0]
+	clear(tb.groupAt)
 }
 
 // errWrite wraps a failed produce: the batch's tasks restore from their

@@ -3,6 +3,7 @@ package state_test
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,7 +69,7 @@ func TestFailedWriteRewindsStatelessInputs(t *testing.T) {
 		}
 	}
 	c.produce(recs...)
-	c.failProduce(1) // the member's first produce: the batch's output
+	c.failProduce(func(n int) bool { return n == 1 }) // the member's first produce: the batch's output
 	var mu sync.Mutex
 	processed, total := map[string]int{}, 0
 	all := make(chan struct{})
@@ -166,4 +167,102 @@ func TestGetReturnsACopy(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the check record was never processed")
 	}
+}
+
+// An input record whose changes reach the changelog in two produce batches,
+// the second refused, leaves the first record, which carries both changes:
+// the state gets both or neither, never one with a position that says the
+// record is done. Whoever runs the task next writes the missing record
+// before anything else, so that the changelog holds it on its own: the
+// writer itself if it survives, the next owner if it crashed.
+func TestPartialChangelogWrite(t *testing.T) {
+	big := make([]byte, 400)
+	topology := []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}}
+	// member runs the task with fresh stores: "write" puts A and B, in a
+	// produce batch each, any other record reports whether A and B are in
+	// the state.
+	member := func(c *cluster, seen chan<- [2]bool, failed chan<- struct{}) (stop func()) {
+		_, stop = c.run(state.Config{
+			Subtopologies: topology,
+			Process: func(ctx *state.Context, rec *kgo.Record) error {
+				if string(rec.Value) == "write" {
+					if err := ctx.Put([]byte("A"), big); err != nil {
+						return err
+					}
+					return ctx.Put([]byte("B"), big)
+				}
+				_, a, err := ctx.Get([]byte("A"))
+				if err != nil {
+					return err
+				}
+				_, b, err := ctx.Get([]byte("B"))
+				seen <- [2]bool{a, b}
+				return err
+			},
+			ClientOpts: []kgo.Opt{kgo.ProducerBatchMaxBytes(1200)}, // A's record, with B's change, fits; A's and B's do not
+			Observer: state.Observer{Error: func(err error) {
+				t.Log(err)
+				select {
+				case failed <- struct{}{}:
+				default:
+				}
+			}},
+		})
+		return stop
+	}
+	check := func(t *testing.T, c *cluster, seen <-chan [2]bool) {
+		t.Helper()
+		c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte("read")})
+		select {
+		case s := <-seen:
+			require.Equal(t, [2]bool{true, true}, s, "A and B in the state after the failed write")
+		case <-time.After(20 * time.Second):
+			t.Fatal("the read record was never processed")
+		}
+		require.Equal(t, []string{"A", "B"}, c.changelogKeys(state.ChangelogTopic("g", 0), 0), "keys of the changelog")
+	}
+	t.Run("WriterRecovers", func(t *testing.T) {
+		c := newCluster(t, "in")
+		c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte("write")})
+		c.failProduce(func(n int) bool { return n == 2 }) // the member's second: B's batch
+		seen, failed := make(chan [2]bool, 1), make(chan struct{}, 1)
+		member(c, seen, failed)
+		awaitSignal(t, failed, "the refused write")
+		check(t, c, seen)
+	})
+	t.Run("WriterCrashes", func(t *testing.T) {
+		c := newCluster(t, "in")
+		c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte("write")})
+		var down atomic.Bool
+		down.Store(true)
+		c.failProduce(func(n int) bool { return n >= 2 && down.Load() }) // B's batch and every later one
+		seen, failed := make(chan [2]bool, 1), make(chan struct{}, 1)
+		crash := member(c, seen, failed)
+		awaitSignal(t, failed, "the refused write")
+		crash()
+		down.Store(false)
+		member(c, seen, failed)
+		check(t, c, seen)
+	})
+}
+
+func awaitSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no %s after 20s", what)
+	}
+}
+
+// The changelog's all-or-nothing input records rely on the idempotent
+// producer: a runtime whose ClientOpts disable it refuses to run.
+func TestIdempotentWritesRequired(t *testing.T) {
+	c := newCluster(t, "in")
+	done, _ := c.run(state.Config{
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Process:       func(*state.Context, *kgo.Record) error { return nil },
+		ClientOpts:    []kgo.Opt{kgo.DisableIdempotentWrite()},
+	})
+	require.ErrorContains(t, waitErr(t, done), "state: ClientOpts disable idempotent writes")
 }

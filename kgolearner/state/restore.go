@@ -62,7 +62,7 @@ func (r *Runtime) restore(t *task, recs []*kgo.Record) error {
 	t.applyMu.Lock()
 	defer t.applyMu.Unlock()
 	r.mu.Lock()
-	skip, ro := t.running || t.store == nil, t.role
+	skip, ro, from := t.running || t.store == nil, t.role, t.restored
 	r.mu.Unlock()
 	if skip {
 		return nil
@@ -72,17 +72,19 @@ func (r *Runtime) restore(t *task, recs []*kgo.Record) error {
 	var last []byte // the position of the last record applied
 	n := 0
 	for _, rec := range recs {
-		if rec.Offset < cp.Changelog {
+		if rec.Offset < from {
 			continue // fetched before the partition was re-added
 		}
-		ch, pos, marker, err := changeOf(rec)
+		ch, pos, marker, others, err := changeOf(rec)
 		if err != nil {
 			return fmt.Errorf("state: task %s: %w", t.id, err)
 		}
 		if !marker {
 			changes = append(changes, ch)
+			changes = append(changes, others...)
 		}
-		last, cp.Changelog = pos, rec.Offset+1
+		t.track(rec.Offset, ch, pos, marker, others)
+		last, from = pos, rec.Offset+1
 		n++
 	}
 	if n > 0 {
@@ -90,14 +92,17 @@ func (r *Runtime) restore(t *task, recs []*kgo.Record) error {
 		if err != nil {
 			return fmt.Errorf("state: task %s: %w", t.id, err) // validPositions accepted it
 		}
-		cp.Input = input
+		cp.Changelog, cp.Input = from, input
+		if len(t.pending) > 0 {
+			cp.Changelog = t.pendingFrom
+		}
 		if err := t.store.Apply(changes, cp); err != nil {
 			return fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err)
 		}
 		t.cp = cp
 	}
 	r.mu.Lock()
-	t.restored = cp.Changelog
+	t.restored = from
 	if ro == roleActive {
 		t.replayed += int64(n)
 	}
@@ -107,6 +112,33 @@ func (r *Runtime) restore(t *task, recs []*kgo.Record) error {
 		f(t.id, ro.String(), n)
 	}
 	return nil
+}
+
+// track follows the changelog's groups (see groupHeader) as records are
+// restored: a record carrying others starts a group whose records follow
+// at the same position; any other record, or one of another position,
+// ends it. What is left of the last group is t.pending. The idempotent
+// producer's prefix guarantee means only the changelog's last group can
+// be cut short by its writer; compaction may drop records of earlier
+// groups, whose keys later records then write. t.applyMu is held.
+func (t *task) track(offset int64, ch Change, pos []byte, marker bool, others []Change) {
+	switch {
+	case others != nil:
+		t.pending = make([]Change, len(others)) // others alias the fetch's buffer
+		for i, o := range others {
+			t.pending[i] = Change{Key: slices.Clone(o.Key), Value: cloneValue(o.Value)}
+		}
+		t.pendingPos, t.pendingFrom = slices.Clone(pos), offset
+	case len(t.pending) > 0 && !marker && bytes.Equal(pos, t.pendingPos):
+		i := slices.IndexFunc(t.pending, func(p Change) bool { return bytes.Equal(p.Key, ch.Key) })
+		if i < 0 {
+			t.pending = nil // not of the group: a new one of the same position
+			return
+		}
+		t.pending = slices.Delete(t.pending, i, i+1)
+	default:
+		t.pending = nil
+	}
 }
 
 func (ro role) String() string {
@@ -339,7 +371,7 @@ func (r *Runtime) reset(t *task, why string) error {
 	was := t.restored
 	err := t.store.Clear()
 	if err == nil {
-		t.cp, t.restored = Checkpoint{}, 0
+		t.cp, t.restored, t.pending = Checkpoint{}, 0, nil
 		if t.consuming {
 			r.rcl.RemoveConsumePartitions(map[string][]int32{t.changelog: {t.partition}})
 			t.consuming = false

@@ -11,7 +11,12 @@
 // changes and that position atomically. A task's state therefore always
 // names the input it reflects, whatever offsets the group committed: a new
 // owner skips the input its restored state already holds, so state is
-// exactly once across hand-overs and crashes, and output at least once. An
+// exactly once across hand-overs and crashes, and output at least once. The
+// changes of one input record are all or nothing: its first changelog
+// record carries them all (the "learner.group" header), so a write that
+// fails or a crash in the middle of them leaves either none or the whole
+// record restorable, and whoever runs the task next writes the records the
+// changelog lacks. An
 // active task, per batch, produces its output, then its changelog records,
 // and applies them to its store once the changelog has acknowledged them;
 // only then does it commit its input offsets. Offsets are thus a lower
@@ -254,6 +259,13 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	r.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
+	}
+	if off, _ := r.cl.OptValue(kgo.DisableIdempotentWrite).(bool); off {
+		r.cl.Close()
+		// Without it a refused batch may be followed by one that lands,
+		// and a restore would take that one's position without the
+		// refused changes (see groupHeader).
+		return errors.New("state: ClientOpts disable idempotent writes, which the changelog relies on")
 	}
 	if !r.cfg.Cooperative {
 		r.topo.Bind(r.cl)

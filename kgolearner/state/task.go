@@ -43,6 +43,15 @@ type task struct {
 	store   Store
 	cp      Checkpoint
 	pos     map[string]int64 // next input offset to process, by topic (running tasks)
+	// pending holds the changes of the last input record restored whose
+	// changelog records the changelog lacks (its writer stopped in the
+	// middle; see groupHeader), at position pendingPos from offset
+	// pendingFrom. The store holds them; the store's checkpoint stays at
+	// pendingFrom until Runtime.complete writes them, so that a restart
+	// reads the group's first record again.
+	pending     []Change
+	pendingPos  []byte
+	pendingFrom int64
 }
 
 // restoring reports whether the restore client should consume the task's
