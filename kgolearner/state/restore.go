@@ -25,6 +25,7 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 	var turn uint64
 	for ctx.Err() == nil {
 		r.awaitTurn(ctx, &turn)
+		resets := r.resets.Load()
 		fs := r.rcl.PollRecords(ctx, maxBatch)
 		if fs.IsClientClosed() {
 			return
@@ -48,7 +49,7 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 		})
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			if t := r.tasks[r.byChangelog[inputKey(p.Topic, p.Partition)]]; t != nil && len(p.Records) > 0 {
-				if err := r.restore(t, p.Records); err != nil {
+				if err := r.restore(t, p.Records, resets); err != nil {
 					r.fail(err)
 				}
 			}
@@ -57,12 +58,15 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 }
 
 // restore applies changelog records to a task's store, unless the task
-// runs active (its own writes reach its store directly).
-func (r *Runtime) restore(t *task, recs []*kgo.Record) error {
+// runs active (its own writes reach its store directly) or its store was
+// reset after they were polled (resets is r.resets before the poll): they
+// continue what the store held before. Removing the partition dropped
+// the fetches kgo had buffered, but not these.
+func (r *Runtime) restore(t *task, recs []*kgo.Record, resets uint64) error {
 	t.applyMu.Lock()
 	defer t.applyMu.Unlock()
 	r.mu.Lock()
-	skip, ro, from := t.running || t.store == nil, t.role, t.restored
+	skip, ro, from := t.running || t.store == nil || t.resetAt > resets, t.role, t.restored
 	r.mu.Unlock()
 	if skip {
 		return nil
@@ -372,6 +376,7 @@ func (r *Runtime) reset(t *task, why string) error {
 	err := t.store.Clear()
 	if err == nil {
 		t.cp, t.restored, t.pending = Checkpoint{}, 0, nil
+		t.resetAt = r.resets.Add(1)
 		if t.consuming {
 			r.rcl.RemoveConsumePartitions(map[string][]int32{t.changelog: {t.partition}})
 			t.consuming = false

@@ -123,3 +123,35 @@ func TestValidPositions(t *testing.T) {
 		assert.Equal(t, want, validPositions([]byte(s)), "validPositions(%q)", s)
 	}
 }
+
+// Records polled before a store's reset continue what the store held
+// before it: restore drops them, and takes those polled after.
+func TestRestoreDropsRecordsPolledBeforeReset(t *testing.T) {
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}}})
+	require.NoError(t, err)
+	tk := r.tasks["0_0"]
+	require.NoError(t, r.open(tk))
+	rec := func(offset int64, key string) *kgo.Record {
+		rec := ChangelogRecord("g-0-changelog", 0, []byte(key), []byte("v"), map[string]int64{"in": offset + 1})
+		rec.Offset = offset
+		return rec
+	}
+	has := func(key string) bool {
+		_, ok, err := tk.store.Get([]byte(key))
+		require.NoError(t, err)
+		return ok
+	}
+	require.NoError(t, r.restore(tk, []*kgo.Record{rec(0, "a"), rec(1, "b")}, r.resets.Load()))
+	require.True(t, has("b"), "b after its record was restored")
+
+	polled := r.resets.Load()
+	require.NoError(t, r.reset(tk, "in a test"))
+	require.NoError(t, r.restore(tk, []*kgo.Record{rec(2, "c")}, polled))
+	require.False(t, has("c"), "c, whose record was polled before the reset, in the store")
+	require.Zero(t, tk.restored, "restored offset after a record polled before the reset")
+
+	require.NoError(t, r.restore(tk, []*kgo.Record{rec(0, "a")}, r.resets.Load()))
+	require.True(t, has("a"), "a, polled after the reset, in the store")
+	require.False(t, has("b"), "b, cleared by the reset, in the store")
+}

@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/learnerassignor/learner"
@@ -136,6 +137,7 @@ type Runtime struct {
 	stopOnce     sync.Once
 	stop         chan struct{} // closed by Shutdown: Run returns
 	fatal        chan error
+	resets       atomic.Uint64 // stores reset so far (see restore)
 }
 
 // restoreFetchBytes caps a restore fetch.

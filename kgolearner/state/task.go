@@ -52,6 +52,7 @@ type task struct {
 	pending     []Change
 	pendingPos  []byte
 	pendingFrom int64
+	resetAt     uint64 // Runtime.resets after the store's last reset
 }
 
 // restoring reports whether the restore client should consume the task's
