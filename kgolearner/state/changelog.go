@@ -250,7 +250,8 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 }
 
 // EndOffsets returns the end offset (high watermark) of each partition,
-// by topic and partition.
+// by topic and partition. A partition the response leaves out is an error:
+// read as zero, it would say a store is not behind.
 func EndOffsets(ctx context.Context, cl *kgo.Client, parts map[string][]int32) (map[string]map[int32]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
@@ -279,6 +280,13 @@ func EndOffsets(ctx context.Context, cl *kgo.Client, parts map[string][]int32) (
 				out[t.Topic] = map[int32]int64{}
 			}
 			out[t.Topic][p.Partition] = p.Offset
+		}
+	}
+	for topic, ps := range parts {
+		for _, p := range ps {
+			if _, ok := out[topic][p]; !ok {
+				return nil, fmt.Errorf("state: ListOffsets response without %s partition %d", topic, p)
+			}
 		}
 	}
 	return out, nil

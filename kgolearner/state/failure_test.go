@@ -221,3 +221,17 @@ func TestChangelogRecordsDeleted(t *testing.T) {
 	require.Equal(t, []string{"7", "8", "9"}, <-keys, "keys of the state restored from a changelog that starts at offset 7")
 	require.True(t, reset.Load(), "an Error event saying the store at offset 5 restores from the start")
 }
+
+// A ListOffsets response that leaves a partition out is an error, not an
+// end offset of zero (which would say a store is not behind).
+func TestEndOffsetsMissingPartition(t *testing.T) {
+	c := newCluster(t, "in")
+	c.c.ControlKey(int16(kmsg.ListOffsets), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		return kr.(*kmsg.ListOffsetsRequest).ResponseKind(), nil, true // no topic, no partition
+	})
+	cl, err := kgo.NewClient(c.opts...)
+	require.NoError(t, err)
+	defer cl.Close()
+	_, err = state.EndOffsets(context.Background(), cl, map[string][]int32{"in": {1}})
+	require.EqualError(t, err, "state: ListOffsets response without in partition 1")
+}
