@@ -92,7 +92,9 @@ type Response struct {
 	// target changes and stays the same otherwise.
 	Epoch int64
 	// Active, Learning and Standby are the tasks the member runs from now
-	// on, in each role, in topology order. A task the member runs active and
+	// on, in each role, in the order the coordinator first knew the tasks:
+	// the first topology's order, then the tasks each later topology added,
+	// in its order. A task the member runs active and
 	// Active lacks must be stopped (then heartbeat at once: the next owner
 	// waits for that acknowledgement).
 	Active, Learning, Standby []string
@@ -166,6 +168,9 @@ func validate(hb Heartbeat) error {
 			return heartbeatErr(hb, "ready task %s listed twice", errtext.Quote(t))
 		}
 		ready[t] = true
+	}
+	if len(hb.Lag) > maxList {
+		return heartbeatErr(hb, "lags of %d tasks, more than %d", len(hb.Lag), maxList)
 	}
 	lagged := make(map[string]bool, len(hb.Lag))
 	for _, l := range hb.Lag {
