@@ -444,6 +444,12 @@ func (r *Runtime) stopActive(id string) error {
 	}
 	t.running, t.caughtUp = false, false
 	r.cl.PauseFetchPartitions(t.inputs)
+	// What kgolearner commits now covers the offsets queued for the task;
+	// left queued, they could be committed after the task came back here
+	// and another owner had committed further, moving the group back.
+	for topic := range t.inputs {
+		delete(r.toCommit[topic], t.partition)
+	}
 	return nil
 }
 
