@@ -31,7 +31,9 @@
 // polled from them. Its join then leaves their partitions out of the
 // OwnedPartitions it reports, so the leader can give a task to its learner
 // in this very rebalance if the learner is ready, and gives it back to the
-// owner if not (the owner resumes it where it stopped). Progress is durable
+// owner if not (the owner resumes it where it stopped, or from the group's
+// committed offsets if kgo kept the partitions through a round it did not
+// sync, in which another member may have run it). Progress is durable
 // before anyone else can start the task: the commit completes before the
 // owner's JoinGroup is sent, and the group cannot complete the rebalance
 // without that JoinGroup.
@@ -241,6 +243,7 @@ type Balancer struct {
 	reportedReady map[string]bool
 	shutdown      bool        // Hooks.Shutdown was called
 	deadline      *time.Timer // fires at the Leave deadline
+	leaveDeadline time.Time   // Leave's, for a Worker that replaces a lost one
 }
 
 var _ kgo.GroupBalancer = (*Balancer)(nil)
@@ -367,6 +370,7 @@ func (b *Balancer) SetLag(task string, lag int64) {
 func (b *Balancer) Leave(deadline time.Time) {
 	b.mu.Lock()
 	b.w.Leave(deadline)
+	b.leaveDeadline = deadline
 	if b.deadline != nil {
 		b.deadline.Stop()
 	}

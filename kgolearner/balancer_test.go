@@ -7,7 +7,9 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/learnertest"
@@ -397,4 +399,30 @@ func TestMemberSideHooks(t *testing.T) {
 	expect("lost session", "lose 0_0", "lose 1_0")
 	_, m = join(nil)
 	assert.Equal(t, learner.MemberMetadata{ID: workerID, Learning: []string{"0_1"}, Standby: []string{"0_2"}}, m, "join after a lost session keeps the learner and standby")
+}
+
+// A member that called Leave and then loses its session (heartbeat answered
+// UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION, or a JoinGroup that outlasts the
+// session, both ordinary on a real broker) must still be leaving: its next
+// join must say so, and its deadline must still shut it down.
+func TestLeaveSurvivesLostSession(t *testing.T) {
+	var shutdowns atomic.Int32
+	b, err := New(Config{Subtopologies: testTopology, Hooks: Hooks{Shutdown: func() { shutdowns.Add(1) }}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	parts, err := b.ParseSyncAssignment(b.syncBytes(t, learner.Assignment{Assigned: []string{"0_0", "1_0"}}))
+	require.NoError(t, err)
+	b.PartitionsAssigned(ctx, nil, parts)
+
+	b.Leave(time.Now().Add(200 * time.Millisecond))
+	b.PartitionsLost(ctx, nil, parts) // the session is lost during the hand-over
+
+	var meta kmsg.ConsumerMemberMetadata
+	require.NoError(t, meta.ReadFrom(b.JoinGroupMetadata([]string{"clicks", "orders", "payments"}, nil, -1)))
+	m, err := b.codec.DecodeMember(meta.UserData)
+	require.NoError(t, err)
+	assert.True(t, m.Leaving, "the rejoin after a lost session reports the member leaving")
+
+	time.Sleep(400 * time.Millisecond)
+	assert.Equal(t, int32(1), shutdowns.Load(), "Shutdown calls once the Leave deadline passed")
 }

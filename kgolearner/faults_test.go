@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -205,4 +206,75 @@ func joinControl(g *group, id string, fn func() (kmsg.Response, error, bool)) *a
 		return fn()
 	})
 	return &hits
+}
+
+// TestFaultSyncRefusedAfterRelease: an owner F releases task T at the join
+// of the round that moves T to its ready learner S3, and F's SyncGroup of
+// that round is refused with REBALANCE_IN_PROGRESS (what a real broker
+// answers when a rebalance began after the leader's sync), so F never sees
+// that round. S3 runs T, commits it and leaves. In the next round F gets T
+// back: kgo still lists T's partitions in F's last assignment, so they are
+// not "added" and kgo fetches no offset for them. F must start from what
+// S3 committed, not from its own paused cursor, or every record S3
+// processed runs again.
+func TestFaultSyncRefusedAfterRelease(t *testing.T) {
+	g := newGroup(t, storyTopology)
+	g.autoCommit = time.Minute
+	s1, s2 := g.add("S1", true), g.add("S2", true)
+	g.waitStable(s1, s2)
+	s3 := g.add("S3", false)
+	g.waitFor("S3 to learn its share", func() bool { return len(s3.learning) == 2 })
+	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
+
+	g.mu.Lock()
+	var f *member
+	var task string
+	for tk := range s3.learning {
+		if owner := g.active[tk]; owner != g.leader {
+			f, task = g.members[owner], tk
+		}
+	}
+	g.mu.Unlock()
+	require.NotNil(t, f, "a task S3 learns from a follower (balance takes one from each of S1 and S2)")
+	fid, _ := f.cl.GroupMetadata()
+	t.Logf("follower %s owns %s, which S3 learns", f.name, task)
+
+	var refused, held atomic.Int32
+	release := make(chan struct{})
+	g.cluster.ControlKey(int16(kmsg.SyncGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		g.cluster.KeepControl()
+		r := req.(*kmsg.SyncGroupRequest)
+		if r.MemberID != fid || refused.Load() > 0 {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.RebalanceInProgress.Code
+		return resp, nil, true
+	})
+	g.cluster.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		g.cluster.KeepControl()
+		r := req.(*kmsg.JoinGroupRequest)
+		if r.MemberID != fid || refused.Load() == 0 || held.Load() > 0 {
+			return nil, nil, false
+		}
+		held.Add(1)
+		g.cluster.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+
+	s3.ready(task)
+	s3.cl.ForceRebalance()
+	g.waitFor("S3 to run "+task, func() bool { _, ok := s3.active[task]; return ok })
+	time.Sleep(500 * time.Millisecond) // S3 processes T's records
+	s3.close()                         // commits T and leaves the group
+	close(release)
+	g.waitFor(task+" to run again", func() bool { _, ok := g.active[task]; return ok && g.active[task] != "S3" })
+	g.mu.Lock()
+	back := g.active[task]
+	g.mu.Unlock()
+	require.Equal(t, int32(1), refused.Load(), "SyncGroups refused")
+	require.Equal(t, int32(1), held.Load(), "JoinGroups held")
+	require.Equal(t, f.name, back, "the member %s runs again", task)
+	g.finish() // fails on a record processed twice or skipped
 }

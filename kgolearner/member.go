@@ -163,7 +163,7 @@ func (b *Balancer) releaseLearned(ctx context.Context, cl *kgo.Client) {
 // PartitionsAssigned is the balancer's kgo.OnPartitionsAssigned callback
 // (Opts sets it). The session of the last sync starts: the member runs its
 // assignment's hooks, stops before starts.
-func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
+func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added map[string][]int32) {
 	b.mu.Lock()
 	as, ch := b.synced, b.changes
 	b.synced = nil
@@ -172,15 +172,24 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, _ map
 		return
 	}
 	b.memberID, b.sessionStart = memberIDOf(cl), time.Now()
-	var stop, start []string
+	var stop, start, kept []string
 	for t := range b.running {
 		if !slices.Contains(as.Assigned, t) {
 			stop = append(stop, t)
 		}
 	}
+	addedSet := map[topicPartition]bool{}
+	for topic, ps := range added {
+		for _, p := range ps {
+			addedSet[topicPartition{topic, p}] = true
+		}
+	}
 	for _, t := range as.Assigned {
 		if !b.running[t] {
 			start = append(start, t)
+			if !b.topo.allPartitions(b.topo.index(t), addedSet) {
+				kept = append(kept, t)
+			}
 		}
 	}
 	fire := ch.Shutdown && !b.shutdown
@@ -203,6 +212,8 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, _ map
 	each(b.hooks.StopStandby, ch.StopStandby)
 	each(b.hooks.StartLearning, b.stateful(ch.StartLearning))
 	each(b.hooks.StartStandby, ch.StartStandby)
+	b.sort(kept)
+	b.seekCommitted(ctx, cl, kept)
 	b.start(cl, start)
 	if fire && b.hooks.Shutdown != nil {
 		go b.hooks.Shutdown()
@@ -233,6 +244,12 @@ func (b *Balancer) PartitionsLost(_ context.Context, cl *kgo.Client, _ map[strin
 	}
 	for _, t := range old.Ready {
 		b.w.Restored(t)
+	}
+	for _, l := range old.Lag {
+		b.w.SetLag(l.Task, l.Lag)
+	}
+	if old.Leaving {
+		b.w.Leave(b.leaveDeadline) // the deadline's timer runs on
 	}
 	lose := slices.Collect(maps.Keys(b.running))
 	b.synced, b.memberID = nil, ""
@@ -280,6 +297,48 @@ func (b *Balancer) lose(cl *kgo.Client, tasks []string) {
 			_ = b.hooks.StopActive(t) // documented: ignored, nothing is committed
 		}
 	}
+}
+
+// seekCommitted sets the fetch offsets of the tasks' partitions to the
+// group's committed offsets. kgo kept these partitions assigned while the
+// member had stopped their tasks (it released them at a join whose
+// SyncGroup the broker refused, so kgo never saw them go), and fetches
+// nothing for them: their cursors stand where the member stopped, while
+// another member may have run the tasks since and committed further. Where
+// the group has no committed offset, or the fetch fails within the commit
+// timeout, the cursor stays: records after it run again, none is skipped.
+func (b *Balancer) seekCommitted(ctx context.Context, cl *kgo.Client, tasks []string) {
+	if cl == nil || len(tasks) == 0 {
+		return
+	}
+	group, _ := cl.OptValue(kgo.ConsumerGroup).(string)
+	parts := b.topo.partitionMap(tasks)
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	for _, topic := range slices.Sorted(maps.Keys(parts)) {
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = topic, parts[topic]
+		req.Topics = append(req.Topics, rt)
+	}
+	ctx, cancel := b.commitContext(ctx)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || kerr.ErrorForCode(resp.ErrorCode) != nil {
+		return
+	}
+	seek := map[string]map[int32]kgo.EpochOffset{}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if kerr.ErrorForCode(rp.ErrorCode) != nil || rp.Offset < 0 {
+				continue
+			}
+			if seek[rt.Topic] == nil {
+				seek[rt.Topic] = map[int32]kgo.EpochOffset{}
+			}
+			seek[rt.Topic][rp.Partition] = kgo.EpochOffset{Epoch: rp.LeaderEpoch, Offset: rp.Offset}
+		}
+	}
+	cl.SetOffsets(seek)
 }
 
 // start starts tasks and resumes their partitions' fetches.

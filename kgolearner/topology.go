@@ -203,6 +203,13 @@ func (t *topology) anyPartition(task int, set map[topicPartition]bool) bool {
 	return found
 }
 
+// allPartitions reports whether every partition of the task is in set.
+func (t *topology) allPartitions(task int, set map[topicPartition]bool) bool {
+	all := true
+	t.partitions(task, func(topic string, p int32) { all = all && set[topicPartition{topic, p}] })
+	return all
+}
+
 // assignmentWriter writes members' kmsg.ConsumerMemberAssignment, reusing
 // its scratch space from one member to the next. Writing the bytes straight
 // from the tasks spares the per-member kmsg structs, which took a fifth of
