@@ -101,7 +101,10 @@ func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, e
 	if err != nil {
 		return nil, fmt.Errorf("kgolearner: %w", err)
 	}
-	b.synced, b.changes = &as, ch
+	// The session starts now for rejoin's wait too: a Ready or Leave
+	// before PartitionsAssigned would otherwise measure it from the last
+	// session and rejoin at once, before a slower member's SyncGroup.
+	b.synced, b.changes, b.sessionStart = &as, ch, time.Now()
 	return partitions, nil
 }
 
