@@ -106,8 +106,14 @@ type Event struct {
 // Defaults of the settings a scenario may leave out: Kafka's own defaults
 // where Kafka has one (probing.rebalance.interval.ms, max.warmup.replicas).
 const (
-	defaultPause           = 3 * time.Second
-	defaultSessionTimeout  = 10 * time.Second
+	defaultPause          = 3 * time.Second
+	defaultSessionTimeout = 10 * time.Second
+	// minSessionTimeout keeps every strategy on the same timeout: the
+	// coordinator strategy heartbeats every third of it, 20 ms a round trip,
+	// and the coordinator refuses a timeout under a millisecond (at zero the
+	// classic strategies would notice a crash at once). A second is below
+	// Kafka's own minimum (group.min.session.timeout.ms, 6 s).
+	minSessionTimeout      = time.Second
 	defaultProbingInterval = 10 * time.Minute
 	defaultMaxWarmups      = 2
 	defaultRate            = 50.0
@@ -150,7 +156,7 @@ func Parse(src string) (*Scenario, error) {
 		Handover:        DefaultHandover,
 	}
 	rate := defaultRate
-	seen := map[string]int{} // task and member IDs -> line, for duplicates
+	seen := map[string]definedID{} // task and member IDs, for duplicates and events
 	sc2 := bufio.NewScanner(strings.NewReader(src))
 	for n := 1; sc2.Scan(); n++ {
 		line, _, _ := strings.Cut(sc2.Text(), "#")
@@ -286,7 +292,7 @@ func (sc *Scenario) Check() error {
 	for _, c := range []error{
 		durationIn("duration", sc.Duration, time.Second, maxDuration),
 		durationIn("pause", sc.Pause, 0, maxSetting),
-		durationIn("session-timeout", sc.SessionTimeout, 0, maxSetting),
+		durationIn("session-timeout", sc.SessionTimeout, minSessionTimeout, maxSetting),
 		durationIn("probing-interval", sc.ProbingInterval, time.Second, maxDuration),
 		durationIn("leave-deadline", sc.LeaveDeadline, 0, maxDuration),
 		durationIn("replay-lag", sc.ReplayLag, 0, maxSetting),
@@ -326,7 +332,7 @@ func (e *LateEventError) Unwrap() error { return ErrScenario }
 
 const maxWarmups = 1000
 
-func (sc *Scenario) parseTasks(f []string, seen map[string]int, n int, fail func(string, ...any) error) error {
+func (sc *Scenario) parseTasks(f []string, seen map[string]definedID, n int, fail func(string, ...any) error) error {
 	i := 0
 	var ids []string
 	for ; i < len(f) && f[i] != "size" && f[i] != "stateless"; i++ {
@@ -374,10 +380,10 @@ func (sc *Scenario) parseTasks(f []string, seen map[string]int, n int, fail func
 		return fail("tasks: want IDs then 'stateless', 'size MB' or 'size MIN-MAX seed N'")
 	}
 	for j, id := range ids {
-		if l, dup := seen[id]; dup {
-			return fail("ID %q already defined on line %d", id, l)
+		if d, dup := seen[id]; dup {
+			return fail("ID %q already defined on line %d", id, d.line)
 		}
-		seen[id] = n
+		seen[id] = definedID{line: n}
 		sc.Tasks = append(sc.Tasks, TaskSpec{ID: id, Size: sizes[j]})
 	}
 	return nil
@@ -405,8 +411,14 @@ func (sc *Scenario) parseStateless(f []string, fail func(string, ...any) error) 
 	return nil
 }
 
+// definedID is where a task or member ID was defined.
+type definedID struct {
+	line   int
+	member bool
+}
+
 // parseMembers reads "IDs [rate R]" and records the new IDs in seen.
-func parseMembers(f []string, rate float64, seen map[string]int, n int, fail func(string, ...any) error) ([]MemberSpec, error) {
+func parseMembers(f []string, rate float64, seen map[string]definedID, n int, fail func(string, ...any) error) ([]MemberSpec, error) {
 	if len(f) >= 2 && f[len(f)-2] == "rate" {
 		r, err := parseRate(f[len(f)-1])
 		if err != nil {
@@ -421,10 +433,10 @@ func parseMembers(f []string, rate float64, seen map[string]int, n int, fail fun
 			return nil, fail("%v", err)
 		}
 		for _, id := range ids {
-			if l, dup := seen[id]; dup {
-				return nil, fail("ID %q already defined on line %d", id, l)
+			if d, dup := seen[id]; dup {
+				return nil, fail("ID %q already defined on line %d", id, d.line)
 			}
-			seen[id] = n
+			seen[id] = definedID{line: n, member: true}
 			ms = append(ms, MemberSpec{ID: id, Rate: rate})
 		}
 	}
@@ -434,7 +446,7 @@ func parseMembers(f []string, rate float64, seen map[string]int, n int, fail fun
 	return ms, nil
 }
 
-func (sc *Scenario) parseEvent(f []string, rate float64, seen map[string]int, n int, fail func(string, ...any) error) error {
+func (sc *Scenario) parseEvent(f []string, rate float64, seen map[string]definedID, n int, fail func(string, ...any) error) error {
 	if len(f) < 2 {
 		return fail("want 'at DURATION join|leave|crash IDs' or 'at DURATION crash-leader'")
 	}
@@ -479,8 +491,11 @@ func (sc *Scenario) parseEvent(f []string, rate float64, seen map[string]int, n 
 				return fail("%v", err)
 			}
 			for _, id := range ids {
-				if _, ok := seen[id]; !ok {
+				switch d, ok := seen[id]; {
+				case !ok:
 					return fail("%s: unknown member %q", f[1], id)
+				case !d.member:
+					return fail("%s: %q is a task (line %d), not a member", f[1], id, d.line)
 				}
 				e.Members = append(e.Members, MemberSpec{ID: id})
 			}

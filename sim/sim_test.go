@@ -459,6 +459,7 @@ func TestParseErrors(t *testing.T) {
 		{"duration 1h\ntasks T1\n", "line 2: tasks: want IDs then"},
 		{"duration 1h\ntasks T1 size 1\nmembers S1 rate 0", "line 3: rate"},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m leave S9", `line 4: leave: unknown member "S9"`},
+		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m crash T1", `line 4: crash: "T1" is a task (line 2), not a member`},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 2m join S2\nat 1m join S3", "line 5: event at 1m0s before the previous one"},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m dance", `line 4: unknown event "dance"`},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m crash-leader S1", "line 4: crash-leader takes no arguments"},

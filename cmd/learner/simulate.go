@@ -121,15 +121,16 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return sc.Check()
 	}
-	// flagError names the flag behind a setting out of range.
-	flagError := func(err error) int {
+	// flagError names the flag behind a setting out of range; scenario
+	// names the scenario it was applied to.
+	flagError := func(err error, scenario string) int {
 		var re *sim.RangeError
 		var late *sim.LateEventError
 		switch {
 		case errors.As(err, &re) && set[re.Name]:
 			return fail("-%s %s: want %s", re.Name, re.Got, re.Want)
 		case errors.As(err, &late) && set["duration"]:
-			return fail("-duration %v: want at least %v (line %d of the scenario has a %s event then)", *duration, late.Event.At, late.Event.Line, late.Event.Kind)
+			return fail("-duration %v: want at least %v (line %d of %s has a %s event then)", *duration, late.Event.At, late.Event.Line, scenario, late.Event.Kind)
 		}
 		return fail("%v", err)
 	}
@@ -138,13 +139,16 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		if *suite < 1 || *suite > sim.MaxSuite {
 			return fail("-suite %d: want 1 to %d", *suite, sim.MaxSuite)
 		}
-		// Check the overrides once, on the first scenario, before the run.
-		first, err := sim.Parse(sim.SuiteText(p.Seed, 0))
-		if err == nil {
-			err = adjust(first)
-		}
-		if err != nil {
-			return flagError(err)
+		// Check the overrides on every scenario before the run: a
+		// -duration one scenario fits may cut another's events off.
+		for i := range *suite {
+			sc, err := sim.Parse(sim.SuiteText(p.Seed, i))
+			if err == nil {
+				err = adjust(sc)
+			}
+			if err != nil {
+				return flagError(err, fmt.Sprintf("suite scenario %d of seed %d", i, p.Seed))
+			}
 		}
 		totals, err := sim.RunSuite(*suite, p.Seed, adjust)
 		if err != nil {
@@ -173,7 +177,10 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		var err error
 		if text, err = sim.DefaultText(p); err != nil {
 			var re *sim.RangeError
-			if errors.As(err, &re) {
+			switch {
+			case errors.As(err, &re) && !set[re.Name]:
+				return fail("-%s %s (its default): want %s", re.Name, re.Got, re.Want)
+			case errors.As(err, &re):
 				return fail("-%s %s: want %s", re.Name, re.Got, re.Want)
 			}
 			return fail("%v", err)
@@ -184,7 +191,7 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	if err := adjust(sc); err != nil {
-		return flagError(err)
+		return flagError(err, "the scenario")
 	}
 	if *print {
 		fmt.Fprint(stdout, text)
