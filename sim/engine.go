@@ -48,8 +48,9 @@ type member struct {
 	alive   bool // the process runs
 	inGroup bool // the group counts it as a member
 	leaving bool
-	crashed bool    // it died without notice (crash or restart), not gracefully
-	slots   []*slot // by task index (dense: simple and fast at simulator sizes); nil: no local state
+	crashed bool          // it died without notice (crash or restart), not gracefully
+	expires time.Duration // crashed: when its session times out
+	slots   []*slot       // by task index (dense: simple and fast at simulator sizes); nil: no local state
 	worker  *learner.Worker
 }
 
@@ -301,9 +302,9 @@ func (e *engine) crash(m *member) []*slot {
 			e.cause[t] = CauseCrash
 		}
 	}
-	m.crashed = true
+	m.crashed, m.expires = true, e.now+e.sc.SessionTimeout
 	e.kill(m)
-	e.at(e.now+e.sc.SessionTimeout, func() {
+	e.at(m.expires, func() {
 		if m.inGroup { // no rebalance has dropped it yet
 			m.inGroup = false
 			e.requestRebalance(m.id + "'s session timed out")
@@ -384,12 +385,20 @@ func (e *engine) scheduleStart() {
 
 // startRebalance is the join round: every live member of the group reports
 // its status (and stops what the strategy stops at join); the leader's
-// assignment arrives after the pause.
+// assignment arrives a pause after the join phase completes.
+//
+// A crashed member whose session has not timed out is still a member to
+// Kafka's group coordinator, which completes the join phase only when
+// every member has joined: the round waits until its session expires and
+// then completes without it (a restart joins as a new member). The same
+// holds for a round that restarts because its leader died.
 func (e *engine) startRebalance(reasons []string) {
 	var group []*member
+	joined := e.now // when the join phase completes
 	for _, m := range e.members {
 		if m.inGroup && !m.alive {
-			m.inGroup = false // a dead member does not join: the group drops it
+			m.inGroup = false // it cannot join: the round completes without it
+			joined = max(joined, m.expires)
 		}
 		if m.inGroup {
 			group = append(group, m)
@@ -409,7 +418,7 @@ func (e *engine) startRebalance(reasons []string) {
 	for _, m := range group {
 		r.Joins = append(r.Joins, e.strat.join(m))
 	}
-	e.at(e.now+e.sc.Pause, func() { e.finishRebalance(r, group, leader) })
+	e.at(joined+e.sc.Pause, func() { e.finishRebalance(r, group, leader) })
 }
 
 func (e *engine) finishRebalance(r Round, group []*member, leader *member) {

@@ -364,9 +364,53 @@ at 5m crash S2
 	}
 }
 
+// TestCrashedMemberHoldsJoin: a rebalance that starts after a member crashed
+// but before its session times out waits for it, as Kafka's coordinator
+// does: the join phase completes when the session expires, without it. S2
+// crashes at 1m and S5 joins at 1m1s: the round S5 starts completes at
+// 1m30s, and S2's two tasks are down for the session timeout at least,
+// whatever the strategy (a rebalance that dropped S2 at once handed them
+// out 8-12s after the crash). The same when the leader crashes during a
+// rebalance: the round that restarts waits for the leader's session.
+func TestCrashedMemberHoldsJoin(t *testing.T) {
+	const script = `
+duration 10m
+session-timeout 30s
+standbys 1
+replay-lag 1s
+tasks T1-T8 size 100
+members S1-S4
+`
+	for _, tc := range []struct {
+		events, crashed string
+		expires         time.Duration // the crashed member's session
+	}{
+		{"at 1m crash S2\nat 1m1s join S5\n", "S2", 90 * time.Second},
+		// S1 dies during the rebalance S5 starts: it is aborted at 1m3s.
+		{"at 1m join S5\nat 1m1s crash-leader\n", "S1", 91 * time.Second},
+	} {
+		sc := parse(t, script+tc.events)
+		for _, s := range Strategies() {
+			if s == Coordinator {
+				continue // no rebalances
+			}
+			r := mustRun(t, sc, s)
+			assert.GreaterOrEqual(t, r.Metrics.DowntimeBy[CauseCrash], 2*sc.SessionTimeout,
+				"%q under %v: crash downtime of %s's two tasks (all: %v)", tc.events, s, tc.crashed, r.Metrics.DowntimeBy)
+			for _, rd := range r.Rounds {
+				if !rd.Aborted && rd.Start > time.Minute && rd.Start < tc.expires {
+					assert.Equal(t, tc.expires+sc.Pause, rd.End, "%q under %v: round of %v, want it to end a pause after %s's session expired", tc.events, s, rd.Start, tc.crashed)
+				}
+			}
+		}
+	}
+}
+
 // TestRestartKeepsDiskState: S2 restarts 5s after going down, before its
 // session times out; it rejoins with its state on disk and gets its tasks
-// back warm.
+// back warm. It joins as a new member, so the rebalance it starts waits for
+// the old one's session, as Kafka's coordinator does without static
+// membership.
 func TestRestartKeepsDiskState(t *testing.T) {
 	sc := parse(t, `
 duration 10m
@@ -381,10 +425,12 @@ at 5m restart S2 after 5s
 	for _, s := range Strategies() {
 		r := mustRun(t, sc, s)
 		assert.Zero(t, r.Metrics.Cold, "%v: cold hand-overs", s)
-		want := 2 * 6 * time.Second // T3 and T4: 5s down, then the 1s rebalance
+		// T3 and T4: down until the old S2's session times out at 5m10s,
+		// then the 1s rebalance.
+		want := 2 * 11 * time.Second
 		switch s {
 		case StopTheWorld:
-			want += 2 * time.Second // T1 and T2 stop for the rebalance
+			want += 2 * 6 * time.Second // T1 and T2 stop from S2's join at 5m5s
 		case Coordinator:
 			want = 2 * 5020 * time.Millisecond // it replaces S2 at its join: one round trip
 		}
