@@ -96,6 +96,11 @@ type engine struct {
 	lastOwner   []int           // per task, the member that last ran it active; -1
 	cause       []Cause         // per task down now: why; 0 while it processes
 	idleSince   []time.Duration // per task down now: since when; -1 while it processes
+	// from is, per task, who had a caught-up copy of it when its move
+	// began (copies); moving is whether a live owner gave it up by an
+	// assignment and nobody has taken it over since.
+	from   []int
+	moving []bool
 
 	res     Result
 	lastT   time.Duration // metrics are integrated up to here
@@ -119,7 +124,7 @@ func run(sc *Scenario, s Strategy) (*Result, error) {
 		return nil, err
 	}
 	e := &engine{sc: sc, lastOwner: make([]int, len(sc.Tasks)), cause: make([]Cause, len(sc.Tasks)), idleSince: make([]time.Duration, len(sc.Tasks)),
-		index: make(map[string]int, len(sc.Tasks))}
+		index: make(map[string]int, len(sc.Tasks)), from: make([]int, len(sc.Tasks)), moving: make([]bool, len(sc.Tasks))}
 	for i, t := range sc.Tasks {
 		e.tasks = append(e.tasks, learner.Task{ID: t.ID, Stateful: t.Size > 0})
 		e.size = append(e.size, t.Size)
@@ -159,7 +164,7 @@ func run(sc *Scenario, s Strategy) (*Result, error) {
 // owner's, spread over the others.
 func (e *engine) start() {
 	for i := range e.lastOwner {
-		e.lastOwner[i], e.idleSince[i] = -1, -1
+		e.lastOwner[i], e.idleSince[i], e.from[i] = -1, -1, nobody
 	}
 	n, k := len(e.tasks), len(e.sc.Members)
 	as := make([]learner.Assignment, k)
@@ -415,6 +420,9 @@ func (e *engine) startRebalance(reasons []string) {
 	if leader != nil {
 		r.Leader = leader.id
 	}
+	for t := range e.tasks {
+		e.noteCopies(t) // before any member stops or drops anything
+	}
 	for _, m := range group {
 		r.Joins = append(r.Joins, e.strat.join(m))
 	}
@@ -459,8 +467,19 @@ func (e *engine) finishRebalance(r Round, group []*member, leader *member) {
 // rest (state left on disk included: the model has no cleanup delay).
 func (e *engine) setRoles(m *member, a learner.Assignment) {
 	act, lrn, sby := e.taskSet(a.Assigned), e.taskSet(a.Learning), e.taskSet(a.Standby)
+	_, free := e.strat.(rebalanceFree)
 	for t := range e.tasks {
 		s := m.slots[t]
+		if was := s != nil && s.role == active; was != act[t] {
+			if free {
+				// Without rebalances a move begins and ends with one
+				// member's own change.
+				e.noteCopies(t)
+			}
+			if was && !e.activeElsewhere(t, m) {
+				e.moving[t] = true // m gives it up: its move begins
+			}
+		}
 		if !act[t] && !lrn[t] && !sby[t] {
 			if s != nil {
 				s.gen++
@@ -500,6 +519,7 @@ func (e *engine) setRoles(m *member, a learner.Assignment) {
 // when s has not caught up. A caught-up copy still replays what is left of
 // its ReplayLag (replayLeft).
 func (e *engine) takeOver(m *member, t int, s *slot, was role) {
+	e.moving[t] = false
 	last := e.lastOwner[t]
 	if last >= 0 && last != m.idx {
 		e.res.Metrics.Moves++
@@ -519,7 +539,7 @@ func (e *engine) takeOver(m *member, t int, s *slot, was role) {
 		if last >= 0 && !e.members[last].crashed {
 			e.res.Metrics.ColdPlanned++
 		}
-		if !e.anyCaughtUp(t, m) {
+		if w := e.from[t]; w == nobody || w == m.idx {
 			e.res.Metrics.ColdUnavoidable++
 		}
 		e.setCause(t, CauseCold)
@@ -549,11 +569,52 @@ func (e *engine) replayLeft(t int, s *slot, was role) time.Duration {
 	return max(0, e.sc.ReplayLag-(e.now-max(since, s.replays)))
 }
 
-// anyCaughtUp reports whether a live member other than m has a caught-up
-// copy of t.
-func (e *engine) anyCaughtUp(t int, m *member) bool {
+// Who has a caught-up copy of a task, as copies reports it: nobody, one
+// member's index, or several.
+const (
+	nobody  = -1
+	several = -2
+)
+
+// copies reports which live members have a caught-up copy of t.
+func (e *engine) copies(t int) int {
+	who := nobody
 	for _, o := range e.members {
-		if o != m && o.alive && o.slots[t] != nil && o.slots[t].done {
+		if o.alive && o.slots[t] != nil && o.slots[t].done {
+			if who != nobody {
+				return several
+			}
+			who = o.idx
+		}
+	}
+	return who
+}
+
+// noteCopies records who has a caught-up copy of t where a move of t may
+// begin: at the start of a rebalance, before anything in it changes (so
+// that what a round drops does not depend on the order members apply it
+// in), and for the coordinator at a member's change. A task that a live
+// owner gave up earlier and nobody has taken over yet (the cooperative
+// protocol's revoke, then the follow-up) keeps who had one then: its move
+// began then, and the owner's own copy counts. A cold take-over is
+// unavoidable when nobody but its new owner had a copy.
+func (e *engine) noteCopies(t int) {
+	c := e.copies(t)
+	if w := e.from[t]; e.moving[t] && w != nobody {
+		switch c {
+		case nobody, w:
+			c = w
+		default:
+			c = several
+		}
+	}
+	e.from[t] = c
+}
+
+// activeElsewhere reports whether a live member other than m has t active.
+func (e *engine) activeElsewhere(t int, m *member) bool {
+	for _, o := range e.members {
+		if o != m && o.alive && o.slots[t] != nil && o.slots[t].role == active {
 			return true
 		}
 	}
