@@ -325,10 +325,10 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 	for topic, ps := range parts {
 		for _, p := range ps {
 			t := r.tasks[r.byChangelog[inputKey(topic, p)]]
-			end, ok := ends[topic][p]
-			if !ok || t.running {
+			if t.running {
 				continue
 			}
+			end := ends[topic][p] // EndOffsets lists every partition asked
 			t.end, t.endAt = end, listed
 			if before[t.id] > end {
 				// The end grows, so it can only be below what the store
