@@ -61,32 +61,37 @@ type stashed struct {
 
 // history is one group's life.
 type history struct {
-	ch      chooser
-	tasks   []learner.Task
-	cfg     Config
-	k       int // learners are ready 1..k heartbeats after they start
-	c       *Coordinator
-	now     time.Time
-	members []*simMember
-	nextID  int
-	stash   []stashed
-	faults  bool
-	log     []string // the last events, printed on failure
-	broken  []learnertest.Violation
-	assigns int // Assign calls checked
+	ch    chooser
+	tasks []learner.Task
+	// ever holds every task ID any topology of the history had: a response
+	// may still list a removed task until its member has acknowledged the
+	// target that drops it.
+	ever     map[string]bool
+	nextTask int
+	cfg      Config
+	k        int // learners are ready 1..k heartbeats after they start
+	c        *Coordinator
+	now      time.Time
+	members  []*simMember
+	nextID   int
+	stash    []stashed
+	faults   bool
+	log      []string // the last events, printed on failure
+	broken   []learnertest.Violation
+	assigns  int // Assign calls checked
 	// had and dropped: the IDs of members the current coordinator has had,
 	// and of those among them that are dead and that it has dropped.
 	had, dropped map[string]bool
 
 	// fenced counts late heartbeats refused with ErrFenced: an honest
 	// member's own heartbeats never are.
-	failovers, timeouts, lost, dups, fenced, leaves, crashes, restarts, garbage int
+	failovers, timeouts, lost, dups, fenced, leaves, crashes, restarts, garbage, topologies int
 }
 
 func newHistory(ch chooser, nTasks, nMembers, k int, opts learner.Options) (*history, error) {
-	h := &history{ch: ch, k: k, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), faults: true, had: map[string]bool{}, dropped: map[string]bool{}}
-	for i := range nTasks {
-		h.tasks = append(h.tasks, learner.Task{ID: fmt.Sprintf("T%d", i+1), Stateful: ch.intn(4) != 1})
+	h := &history{ch: ch, k: k, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), faults: true, had: map[string]bool{}, dropped: map[string]bool{}, ever: map[string]bool{}}
+	for range nTasks {
+		h.tasks = append(h.tasks, h.newTask())
 	}
 	h.cfg = Config{Options: opts, SessionTimeout: session, HeartbeatInterval: interval, FreshGroup: ch.intn(2) == 0}
 	c, err := New(h.tasks, h.cfg)
@@ -99,6 +104,45 @@ func newHistory(ch chooser, nTasks, nMembers, k int, opts learner.Options) (*his
 		h.join()
 	}
 	return h, nil
+}
+
+func (h *history) newTask() learner.Task {
+	h.nextTask++
+	t := learner.Task{ID: fmt.Sprintf("T%d", h.nextTask), Stateful: h.ch.intn(4) != 1}
+	h.ever[t.ID] = true
+	return t
+}
+
+// changeTopology removes a task, adds a new one or brings back one removed
+// earlier (whose old owners may still run it).
+func (h *history) changeTopology() {
+	tasks := slices.Clone(h.tasks)
+	switch h.ch.intn(3) {
+	case 0:
+		if len(tasks) > 1 {
+			i := h.ch.intn(len(tasks))
+			tasks = slices.Delete(tasks, i, i+1)
+		}
+	case 1:
+		tasks = append(tasks, h.newTask())
+	case 2:
+		var gone []string
+		for id := range h.ever {
+			if !slices.ContainsFunc(tasks, func(t learner.Task) bool { return t.ID == id }) {
+				gone = append(gone, id)
+			}
+		}
+		slices.Sort(gone)
+		if len(gone) > 0 {
+			tasks = append(tasks, learner.Task{ID: gone[h.ch.intn(len(gone))], Stateful: h.ch.intn(4) != 1})
+		}
+	}
+	if err := h.c.SetTopology(tasks); err != nil {
+		panic(fmt.Sprintf("SetTopology(%v): %v", tasks, err))
+	}
+	h.tasks = tasks
+	h.topologies++
+	h.logf("topology %v", tasks)
 }
 
 func (h *history) logf(format string, args ...any) {
@@ -178,6 +222,8 @@ func (h *history) chaos() {
 			sm.m.SetCapacity(h.ch.intn(4), "")
 			h.logf("%s reports capacity %d", sm.m.ID(), sm.m.Heartbeat().Capacity)
 		}
+	case 7:
+		h.changeTopology()
 	}
 }
 
@@ -440,8 +486,8 @@ func (h *history) depart(sm *simMember, why string) {
 func (h *history) checkResponse(r Response) error {
 	for _, l := range [][]string{r.Active, r.Learning, r.Standby} {
 		for _, t := range l {
-			if !slices.ContainsFunc(h.tasks, func(x learner.Task) bool { return x.ID == t }) {
-				return fmt.Errorf("response %+v lists task %q, not in the topology", r, t)
+			if !h.ever[t] {
+				return fmt.Errorf("response %+v lists task %q, in no topology", r, t)
 			}
 		}
 	}

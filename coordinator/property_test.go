@@ -86,13 +86,14 @@ func TestPropertyHistories(t *testing.T) {
 		total.restarts += h.restarts
 		total.assigns += h.assigns
 		total.garbage += h.garbage
+		total.topologies += h.topologies
 	}
-	t.Logf("%d histories: %d failovers, %d session timeouts, %d lost and %d late or duplicate heartbeats (%d late ones fenced), %d leaves, %d crashes (%d restarted at once), %d malformed heartbeats",
-		n, total.failovers, total.timeouts, total.lost, total.dups, total.fenced, total.leaves, total.crashes, total.restarts, total.garbage)
+	t.Logf("%d histories: %d failovers, %d session timeouts, %d lost and %d late or duplicate heartbeats (%d late ones fenced), %d leaves, %d crashes (%d restarted at once), %d malformed heartbeats, %d topology changes",
+		n, total.failovers, total.timeouts, total.lost, total.dups, total.fenced, total.leaves, total.crashes, total.restarts, total.garbage, total.topologies)
 	t.Logf("%d Assign calls judged by learnertest.Check", total.assigns)
 	t.Logf("after the chaos: every task owned within %v, settled within %v (at worst)", time.Duration(maxOwned)*step, time.Duration(maxSettled)*step)
 	// The generator must keep producing every kind of trouble.
-	for name, v := range map[string]int{"failovers": total.failovers, "timeouts": total.timeouts, "lost": total.lost, "dups": total.dups, "fenced": total.fenced, "leaves": total.leaves, "crashes": total.crashes, "restarts": total.restarts, "garbage": total.garbage} {
+	for name, v := range map[string]int{"failovers": total.failovers, "timeouts": total.timeouts, "lost": total.lost, "dups": total.dups, "fenced": total.fenced, "leaves": total.leaves, "crashes": total.crashes, "restarts": total.restarts, "garbage": total.garbage, "topology changes": total.topologies} {
 		require.Positive(t, v, "histories produced no %s", name)
 	}
 }
