@@ -70,9 +70,12 @@ type Coordinator struct {
 	cfg      Config
 	assignor *learner.Assignor
 
-	// Tasks are interned once and never forgotten, so a member's claim on a
-	// task that a topology change removed keeps counting until the member
-	// stops it; inTopo says which interned tasks the topology has now.
+	// Tasks are interned in the topology's order, then the tasks members
+	// still hold that a topology change removed: a member's claim on such a
+	// task keeps counting until the member stops it. inTopo says which
+	// interned tasks the topology has now. SetTopology numbers them afresh
+	// and forgets the tasks nobody holds any more, so they are never more
+	// than the topology's and the members' tasks.
 	tasks  []learner.Task
 	index  map[string]int32
 	inTopo []bool
@@ -131,6 +134,11 @@ type member struct {
 	mayRun set
 }
 
+// sets returns m's sets of interned tasks, for renumbering.
+func (m *member) sets() []*set {
+	return []*set{&m.repActive, &m.repLearning, &m.ready, &m.tgtActive, &m.tgtLearning, &m.tgtStandby, &m.active, &m.learning, &m.standby, &m.mayRun}
+}
+
 // New returns a coordinator for the given topology. It fails, wrapping
 // ErrInvalidConfig, on a bad Config or a task list learner.New refuses.
 func New(tasks []learner.Task, cfg Config) (*Coordinator, error) {
@@ -150,7 +158,8 @@ func (c *Coordinator) Config() Config { return c.cfg }
 
 // SetTopology replaces the group's tasks. Tasks that remain keep their
 // owners; removed tasks are stopped at their owners' next heartbeats; new
-// tasks get owners as members heartbeat. It fails, wrapping
+// tasks get owners as members heartbeat. A removed task is remembered only
+// while a member still runs or holds it. It fails, wrapping
 // ErrInvalidConfig, on a task list learner.New refuses, and then changes
 // nothing.
 func (c *Coordinator) SetTopology(tasks []learner.Task) error {
@@ -159,19 +168,7 @@ func (c *Coordinator) SetTopology(tasks []learner.Task) error {
 		return fmt.Errorf("coordinator: %w: %w", ErrInvalidConfig, err)
 	}
 	c.assignor = a
-	c.inTopo = make([]bool, len(c.tasks), len(c.tasks)+len(tasks))
-	for _, t := range tasks {
-		i, ok := c.index[t.ID]
-		if !ok {
-			i = int32(len(c.tasks))
-			c.index[t.ID] = i
-			c.tasks = append(c.tasks, t)
-			c.inTopo = append(c.inTopo, false)
-			c.holders = append(c.holders, 0)
-		}
-		c.tasks[i].Stateful = t.Stateful
-		c.inTopo[i] = true
-	}
+	c.reintern(tasks)
 	for _, m := range c.members {
 		// Claims on tasks that were unknown until now start counting.
 		ids, extra := c.intern(m.repExtra)
@@ -181,6 +178,68 @@ func (c *Coordinator) SetTopology(tasks []learner.Task) error {
 	}
 	c.dirty = true
 	return nil
+}
+
+// reintern numbers the tasks afresh: topo's in its order, then those a
+// member still holds that topo lacks, in their old order. The rest are
+// forgotten, lags reported for them included.
+func (c *Coordinator) reintern(topo []learner.Task) {
+	held := make([]bool, len(c.tasks))
+	for _, m := range c.members {
+		for _, s := range m.sets() {
+			for _, t := range *s {
+				held[t] = true
+			}
+		}
+	}
+	tasks := make([]learner.Task, 0, len(topo))
+	index := make(map[string]int32, len(topo))
+	for _, t := range topo {
+		index[t.ID] = int32(len(tasks))
+		tasks = append(tasks, t)
+	}
+	remap := make([]int32, len(c.tasks))
+	for i, t := range c.tasks {
+		j, ok := index[t.ID]
+		switch {
+		case ok:
+		case held[i]:
+			j = int32(len(tasks))
+			index[t.ID] = j
+			tasks = append(tasks, t)
+		default:
+			j = -1
+		}
+		remap[i] = j
+	}
+	holders := make([]int32, len(tasks))
+	for i, n := range c.holders {
+		if remap[i] >= 0 {
+			holders[remap[i]] = n // a task some member may run is held
+		}
+	}
+	inTopo := make([]bool, len(tasks))
+	for i := range topo {
+		inTopo[i] = true
+	}
+	for _, m := range c.members {
+		for _, s := range m.sets() {
+			r := make(set, len(*s)) // new: sets may share arrays
+			for i, t := range *s {
+				r[i] = remap[t]
+			}
+			slices.Sort(r)
+			*s = r
+		}
+		lag := make(map[int32]int64, len(m.lag))
+		for t, l := range m.lag {
+			if remap[t] >= 0 {
+				lag[remap[t]] = l
+			}
+		}
+		m.lag = lag
+	}
+	c.tasks, c.index, c.inTopo, c.holders = tasks, index, inTopo, holders
 }
 
 func (c *Coordinator) inTopology(s set) set {
@@ -201,8 +260,8 @@ func (c *Coordinator) intern(ids []string) (set, []string) {
 	return newSet(s), extra
 }
 
-// names returns the IDs of s's tasks in the order they were interned: the
-// topology's order, tasks added by a later topology after the others.
+// names returns the IDs of s's tasks in the order they are interned: the
+// topology's order, then the tasks it no longer has.
 func (c *Coordinator) names(s set) []string {
 	if len(s) == 0 {
 		return nil

@@ -184,3 +184,33 @@ func TestLateHeartbeatSameEpoch(t *testing.T) {
 	beatApply(t, c, now.Add(time.Second), s1)
 	assert.Equal(t, before, fmt.Sprint(c.Target()), "a late older heartbeat changed the target")
 }
+
+// TestSetTopologyForgetsTasks: a coordinator that lives through many
+// topologies keeps only the tasks of the current one and those a member
+// still runs, not every task it ever saw.
+func TestSetTopologyForgetsTasks(t *testing.T) {
+	topo := func(gen int) []learner.Task {
+		return []learner.Task{{ID: fmt.Sprintf("G%d_0", gen), Stateful: true}, {ID: fmt.Sprintf("G%d_1", gen), Stateful: true}}
+	}
+	c, err := New(topo(0), Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
+	require.NoError(t, err)
+	s1 := NewMember("S1")
+	now := t0
+	for range 3 {
+		beatApply(t, c, now, s1)
+	}
+	require.Equal(t, []string{"G0_0", "G0_1"}, s1.Active())
+	for gen := 1; gen <= 100; gen++ {
+		require.NoError(t, c.SetTopology(topo(gen)))
+	}
+	// S1 has not heartbeated since: it still runs G0's tasks, which count.
+	assert.Equal(t, 4, len(c.tasks), "interned tasks after 100 topologies while S1 runs the first one's")
+	for range 3 {
+		now = now.Add(time.Second)
+		beatApply(t, c, now, s1)
+	}
+	assert.Equal(t, []string{"G100_0", "G100_1"}, s1.Active(), "S1 runs the latest topology's tasks")
+	require.NoError(t, c.SetTopology(topo(100)))
+	assert.Equal(t, 2, len(c.tasks), "interned tasks once nobody runs G0's")
+	assert.Equal(t, 2, len(c.index), "index entries once nobody runs G0's")
+}
