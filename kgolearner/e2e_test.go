@@ -83,7 +83,9 @@ type group struct {
 	// fault are the balancer's.
 	autoCommit time.Duration
 	// session holds members' session timeouts other than sessionTimeout.
-	session  map[string]time.Duration
+	session map[string]time.Duration
+	// instance holds the instance IDs (kgo.InstanceID) of static members.
+	instance map[string]string
 	producer *producer
 
 	mu       sync.Mutex
@@ -159,7 +161,7 @@ func newGroup(t *testing.T, topology []kgolearner.Subtopology) *group {
 	}
 	c, err := kfake.NewCluster(opts...)
 	require.NoError(t, err)
-	g := &group{t: t, cluster: c, topology: topology, autoCommit: 500 * time.Millisecond, session: map[string]time.Duration{},
+	g := &group{t: t, cluster: c, topology: topology, autoCommit: 500 * time.Millisecond, session: map[string]time.Duration{}, instance: map[string]string{},
 		members: map[string]*member{}, active: map[string]string{}, lastOwn: map[string]string{},
 		lostFrom: map[string]bool{}, stateful: map[string]bool{}, processed: map[string]map[int64][]processing{}}
 	g.producer = startProducer(t, c, topology)
@@ -222,7 +224,7 @@ func (g *group) add(name string, autoReady bool) *member {
 		g.stateful[task.ID] = task.Stateful
 	}
 	g.mu.Unlock()
-	cl, err := kgo.NewClient(append(b.Opts(),
+	opts := append(b.Opts(),
 		kgo.SeedBrokers(g.cluster.ListenAddrs()...),
 		kgo.ClientID(name),
 		kgo.ConsumerGroup("learner-e2e"),
@@ -232,7 +234,11 @@ func (g *group) add(name string, autoReady bool) *member {
 		kgo.AutoCommitInterval(g.autoCommit),
 		kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.WithLogger(testLogger{g.t, name}),
-	)...)
+	)
+	if id, ok := g.instance[name]; ok {
+		opts = append(opts, kgo.InstanceID(id))
+	}
+	cl, err := kgo.NewClient(opts...)
 	require.NoError(g.t, err)
 	g.mu.Lock() // hooks read it
 	m.cl = cl
