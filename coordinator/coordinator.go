@@ -339,6 +339,10 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 	case m == nil && (hb.Epoch == 0 || c.Recovering()):
 		if old := c.byID[hb.Replaces]; old != nil {
 			c.remove(old) // it has stopped: its process restarted as hb's sender
+		} else if hb.Replaces != "" {
+			// Over all the same, though never heard of (its join may still
+			// be on its way, or heard only by a previous coordinator).
+			c.bury(hb.Replaces)
 		}
 		m = c.add(hb)
 	case m == nil:

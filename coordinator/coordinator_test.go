@@ -214,3 +214,31 @@ func TestSetTopologyForgetsTasks(t *testing.T) {
 	assert.Equal(t, 2, len(c.tasks), "interned tasks once nobody runs G0's")
 	assert.Equal(t, 2, len(c.index), "index entries once nobody runs G0's")
 }
+
+// TestRestartBuriesUnknownIncarnation: a restarted process's join names the
+// incarnation it replaces; if the coordinator never heard of that one (its
+// join was still on its way, or the coordinator failed over since), a late
+// heartbeat of it is fenced all the same, not taken for a member that is
+// given tasks it never runs.
+func TestRestartBuriesUnknownIncarnation(t *testing.T) {
+	tasks := []learner.Task{{ID: "T1"}, {ID: "T2"}}
+	c, err := New(tasks, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
+	require.NoError(t, err)
+	join := NewMember("S1").Heartbeat() // delayed in the network; S1's process dies
+	s2 := RestartOf("S1.2", "S1")
+	now := t0
+	for range 3 {
+		beatApply(t, c, now, s2)
+	}
+	require.Equal(t, []string{"T1", "T2"}, s2.Active())
+	now = now.Add(time.Second)
+	_, err = c.Heartbeat(now, join)
+	require.ErrorIs(t, err, ErrFenced, "a late join of the incarnation S1.2 replaced")
+	assert.Equal(t, []string{"S1.2"}, c.Members(), "the late join must not bring S1 back")
+	for range 9 {
+		now = now.Add(time.Second)
+		c.Tick(now)
+		beatApply(t, c, now, s2)
+	}
+	assert.Equal(t, []string{"T1", "T2"}, s2.Active(), "S1.2 runs every task: none went to a ghost (target %v)", c.Target())
+}
