@@ -60,7 +60,7 @@ func newTopology(tasks []Task) (topology, error) {
 	if len(tasks) > MaxTasks {
 		return topology{}, fmt.Errorf("learner: %d tasks, more than %d: %w", len(tasks), MaxTasks, ErrInvalidTopology)
 	}
-	tp := topology{idAt: make([]int, 1, len(tasks)+1), index: newTaskIndex()}
+	tp := topology{idAt: make([]int, 1, len(tasks)+1), index: newTaskIndex(len(tasks))}
 	size := 0
 	for _, t := range tasks {
 		size += min(len(t.ID), MaxIDLen) // a longer one is refused below: room for no more
@@ -192,6 +192,14 @@ type taskIndex struct {
 	// then computes the index and never touches the row, which at a
 	// million tasks would be a cache miss per lookup.
 	base []int32
+	// room is how many more table slots (rows of bySub, entries of a row)
+	// add may allocate. maxTablePartition alone bounds one row, not their
+	// sum: a hundred tasks "<s>_4194303" made a hundred rows of 4 million
+	// slots, gigabytes for a topology of a hundred tasks. A slot budget
+	// proportional to the task count bounds the tables as the map is
+	// bounded; Kafka Streams IDs (consecutive partitions from 0) take one
+	// slot a task and a row a subtopology, so they all fit.
+	room int
 }
 
 // maxTablePartition bounds the per-subtopology tables so that a topology
@@ -199,19 +207,31 @@ type taskIndex struct {
 // IDs take the map instead.
 const maxTablePartition = 1 << 22
 
-func newTaskIndex() taskIndex {
+// newTaskIndex returns an index for a topology of n tasks.
+func newTaskIndex(n int) taskIndex {
 	// Unsized: numeric IDs never reach the map, so sizing it by the task
 	// count would allocate for nothing in the common Kafka Streams case.
-	return taskIndex{byName: make(map[string]int32)}
+	return taskIndex{byName: make(map[string]int32), room: 2*n + 64}
 }
 
-// add interns id as index i.
+// add interns id as index i. An ID whose table slots would exceed the
+// budget (room) takes the map: rows only grow, so every later ID of its
+// subtopology that fits the table has a smaller partition, and lookup,
+// finding the ID past its row's end, asks the map.
 func (x *taskIndex) add(id string, i int32) {
 	sub, part, ok := parseSubtopologyID(id)
-	if !ok || sub >= 1<<16 || part >= maxTablePartition {
+	grow := 0
+	if ok {
+		grow = max(sub+1-len(x.bySub), 0) + part + 1
+		if sub < len(x.bySub) {
+			grow = max(part+1-len(x.bySub[sub]), 0)
+		}
+	}
+	if !ok || sub >= 1<<16 || part >= maxTablePartition || grow > x.room {
 		x.byName[id] = i
 		return
 	}
+	x.room -= grow
 	for len(x.bySub) <= sub {
 		x.bySub = append(x.bySub, nil)
 	}
