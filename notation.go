@@ -61,6 +61,7 @@ func ParseRebalance(src string) (Rebalance, error) {
 	var r Rebalance
 	seen := map[string]int{}
 	stateless := map[string]bool{}
+	var statelessIDs []string // in the order given: the error names the first unknown one, not a map-order one
 	statelessLine := 0
 	for i, line := range strings.Split(src, "\n") {
 		p := &lineParser{line: i + 1, s: stripComment(line)}
@@ -104,7 +105,7 @@ func ParseRebalance(src string) (Rebalance, error) {
 				for _, id := range ids {
 					stateless[id] = true
 				}
-				statelessLine = p.line
+				statelessIDs, statelessLine = ids, p.line
 			}
 		case "standbys":
 			var v int64
@@ -133,7 +134,7 @@ func ParseRebalance(src string) (Rebalance, error) {
 		}
 		ids[t.ID] = true
 	}
-	for id := range stateless {
+	for _, id := range statelessIDs {
 		if !ids[id] {
 			return Rebalance{}, &SyntaxError{Line: statelessLine, Msg: fmt.Sprintf("stateless task %s is not in tasks", errtext.Quote(id))}
 		}

@@ -150,3 +150,15 @@ func TestFormatAssignment(t *testing.T) {
 	got := FormatAssignment(Assignment{MemberID: "S1", Assigned: []string{"T1", "T2"}, Learned: []string{"T2"}, Standby: []string{"T3"}})
 	assert.Equal(t, "S1(assigned: [T1, T2], revoked: [], learning: [], learned: [T2], standby: [T3])", got)
 }
+
+// TestParseRebalanceNamesTheFirstUnknownStatelessTask: of several stateless
+// tasks the tasks: line lacks, the error names the first, every time (it
+// came from map order, so the same input gave different errors).
+func TestParseRebalanceNamesTheFirstUnknownStatelessTask(t *testing.T) {
+	src := "tasks: T1\nstateless: A B C D E F G H T1"
+	for range 50 {
+		_, err := ParseRebalance(src)
+		require.Error(t, err, "ParseRebalance(%q)", src)
+		require.Equal(t, `line 2: stateless task "A" is not in tasks`, err.Error(), "ParseRebalance(%q)", src)
+	}
+}
