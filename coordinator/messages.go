@@ -92,9 +92,9 @@ type Response struct {
 	// target changes and stays the same otherwise.
 	Epoch int64
 	// Active, Learning and Standby are the tasks the member runs from now
-	// on, in each role, in the order the coordinator first knew the tasks:
-	// the first topology's order, then the tasks each later topology added,
-	// in its order. A task the member runs active and
+	// on, in each role, in the topology's order, then (until the member
+	// acknowledges the target that drops them) tasks a topology change
+	// removed. A task the member runs active and
 	// Active lacks must be stopped (then heartbeat at once: the next owner
 	// waits for that acknowledgement).
 	Active, Learning, Standby []string
