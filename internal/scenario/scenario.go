@@ -66,7 +66,7 @@ func parse(src, only string) (Script, error) {
 	var prefix strings.Builder
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
+		if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "#") { // as IsScript reads them
 			prefix.WriteString(l + "\n")
 			continue
 		}

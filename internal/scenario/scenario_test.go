@@ -44,6 +44,18 @@ func TestIsScript(t *testing.T) {
 	assert.True(t, IsScript("  # indented comment\n  assign  \n"))
 }
 
+// TestParseIndentedComment: a script IsScript accepts because its comment
+// is indented parses with that comment kept as it is.
+func TestParseIndentedComment(t *testing.T) {
+	src := "  # indented comment\nassign\ntasks: T1\nS1()\n----\nS1(assigned: [T1], revoked: [], learning: [])\n"
+	require.True(t, IsScript(src))
+	s, err := Parse(src)
+	require.NoError(t, err, "Parse(%q)", src)
+	require.Len(t, s.Blocks, 1)
+	assert.Equal(t, "  # indented comment\n", s.Blocks[0].Prefix)
+	assert.Equal(t, src, s.String(), "Parse(src).String()")
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"assign\ntasks: T1\n", "line 1: assign without ----"},
