@@ -69,6 +69,7 @@ package kgolearner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -258,7 +259,13 @@ const workerID = "self"
 // defaultCommitTimeout is Config.CommitTimeout's zero value.
 const defaultCommitTimeout = 10 * time.Second
 
-// New returns a Balancer for the given configuration.
+// ErrInvalidConfig is wrapped by every error of New: a Config it cannot
+// use. Errors of the options or the tasks also wrap the learner package's
+// sentinel (learner.ErrInvalidOptions, learner.ErrInvalidTopology).
+var ErrInvalidConfig = errors.New("invalid config")
+
+// New returns a Balancer for the given configuration. Its errors wrap
+// ErrInvalidConfig.
 func New(cfg Config) (*Balancer, error) {
 	topo, err := newTopology(cfg.Subtopologies)
 	if err != nil {
@@ -266,11 +273,11 @@ func New(cfg Config) (*Balancer, error) {
 	}
 	a, err := learner.New(topo.tasks, cfg.Options)
 	if err != nil {
-		return nil, fmt.Errorf("kgolearner: %w", err)
+		return nil, fmt.Errorf("kgolearner: %w: %w", ErrInvalidConfig, err)
 	}
 	topo.index = a.TaskIndex
 	if cfg.CommitTimeout < 0 {
-		return nil, fmt.Errorf("kgolearner: commit timeout %v is negative", cfg.CommitTimeout)
+		return nil, fmt.Errorf("kgolearner: commit timeout %v is negative: %w", cfg.CommitTimeout, ErrInvalidConfig)
 	}
 	if cfg.CommitTimeout == 0 {
 		cfg.CommitTimeout = defaultCommitTimeout

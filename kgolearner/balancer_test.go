@@ -63,7 +63,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{Subtopologies: testTopology, CommitTimeout: -1},
 	} {
 		_, err := New(cfg)
-		if assert.Error(t, err, "New(%+v)", cfg) {
+		if assert.ErrorIs(t, err, ErrInvalidConfig, "New(%+v)", cfg) {
 			assert.True(t, strings.HasPrefix(err.Error(), "kgolearner: "), "New(%+v) error = %v, want a kgolearner: error", cfg, err)
 		}
 	}
@@ -79,6 +79,7 @@ func TestNewBoundsPartitions(t *testing.T) {
 	}}
 	_, err := New(cfg)
 	require.ErrorIs(t, err, learner.ErrInvalidTopology, "New(two subtopologies of MaxInt32 partitions)")
+	require.ErrorIs(t, err, ErrInvalidConfig, "New(two subtopologies of MaxInt32 partitions)")
 	assert.Contains(t, err.Error(), "more than 1073741824")
 
 	// Within the task limit, but two topics make twice as many partitions.

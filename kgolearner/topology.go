@@ -66,10 +66,10 @@ func newTopology(subs []Subtopology) (*topology, error) {
 	tasks, parts := 0, 0
 	for i, s := range subs {
 		if len(s.Topics) == 0 {
-			return nil, fmt.Errorf("kgolearner: subtopology %d has no topics", i)
+			return nil, fmt.Errorf("kgolearner: subtopology %d has no topics: %w", i, ErrInvalidConfig)
 		}
 		if s.Partitions <= 0 {
-			return nil, fmt.Errorf("kgolearner: subtopology %d: %d partitions, want at least 1", i, s.Partitions)
+			return nil, fmt.Errorf("kgolearner: subtopology %d: %d partitions, want at least 1: %w", i, s.Partitions, ErrInvalidConfig)
 		}
 		// Each partition number is a task, and the leader keeps a slot per
 		// input partition: bound both totals before building anything, so
@@ -77,15 +77,15 @@ func newTopology(subs []Subtopology) (*topology, error) {
 		tasks += int(s.Partitions)
 		parts += len(s.Topics) * int(s.Partitions) // at most 2^31 x the topics: no overflow
 		if tasks > learner.MaxTasks || parts > learner.MaxTasks {
-			return nil, fmt.Errorf("kgolearner: subtopology %d brings the tasks to %d and the input partitions to %d, more than %d: %w",
-				i, tasks, parts, learner.MaxTasks, learner.ErrInvalidTopology)
+			return nil, fmt.Errorf("kgolearner: subtopology %d brings the tasks to %d and the input partitions to %d, more than %d: %w: %w",
+				i, tasks, parts, learner.MaxTasks, ErrInvalidConfig, learner.ErrInvalidTopology)
 		}
 	}
 	for i, s := range subs {
 		t.subTopic = append(t.subTopic, len(t.topics))
 		for _, topic := range s.Topics {
 			if j, dup := t.byTopic[topic]; dup {
-				return nil, fmt.Errorf("kgolearner: topic %q is in subtopologies %d and %d", topic, t.topicSub[j], i)
+				return nil, fmt.Errorf("kgolearner: topic %q is in subtopologies %d and %d: %w", topic, t.topicSub[j], i, ErrInvalidConfig)
 			}
 			t.byTopic[topic] = len(t.topics)
 			t.topics = append(t.topics, topic)
