@@ -256,13 +256,47 @@ func awaitSignal(t *testing.T, ch <-chan struct{}, what string) {
 }
 
 // The changelog's all-or-nothing input records rely on the idempotent
-// producer: a runtime whose ClientOpts disable it refuses to run.
+// producer: a runtime whose ClientOpts disable it, or ask for fewer acks
+// than it needs (kgo refuses that), refuses to run, with ErrInvalidConfig.
 func TestIdempotentWritesRequired(t *testing.T) {
-	c := newCluster(t, "in")
-	done, _ := c.run(state.Config{
-		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
-		Process:       func(*state.Context, *kgo.Record) error { return nil },
-		ClientOpts:    []kgo.Opt{kgo.DisableIdempotentWrite()},
-	})
-	require.ErrorContains(t, waitErr(t, done), "state: ClientOpts disable idempotent writes")
+	for _, tc := range []struct {
+		name string
+		opt  kgo.Opt
+		want string
+	}{
+		{"disabled", kgo.DisableIdempotentWrite(), "state: ClientOpts disable idempotent writes"},
+		{"acks=1", kgo.RequiredAcks(kgo.LeaderAck()), "idempotency requires acks=all"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, "in")
+			done, _ := c.run(state.Config{
+				Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+				Process:       func(*state.Context, *kgo.Record) error { return nil },
+				ClientOpts:    []kgo.Opt{tc.opt},
+			})
+			err := waitErr(t, done)
+			require.ErrorIs(t, err, state.ErrInvalidConfig, "Run with ClientOpts %s", tc.name)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestNewRefusesBadConfig: every Config New cannot use gets an error that
+// wraps ErrInvalidConfig and says what is wrong.
+func TestNewRefusesBadConfig(t *testing.T) {
+	process := func(*state.Context, *kgo.Record) error { return nil }
+	subs := []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}}
+	for _, tc := range []struct {
+		cfg  state.Config
+		want string
+	}{
+		{state.Config{Group: "g", Subtopologies: subs}, "state: Config.Process is nil"},
+		{state.Config{Process: process, Subtopologies: subs}, "state: Config.Group is empty"},
+		{state.Config{Group: "g", Process: process, Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}}}}, "0 partitions"},
+		{state.Config{Group: "g", Process: process, Cooperative: true, Subtopologies: []kgolearner.Subtopology{{Topics: []string{"a", "b"}, Partitions: 1}}}, "Cooperative needs one"},
+	} {
+		_, err := state.New(tc.cfg)
+		require.ErrorIs(t, err, state.ErrInvalidConfig, "New(%+v)", tc.cfg)
+		require.ErrorContains(t, err, tc.want, "New(%+v)", tc.cfg)
+	}
 }

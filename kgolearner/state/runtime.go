@@ -146,13 +146,18 @@ const restoreFetchBytes = 256 << 10
 // ErrStore wraps an error from a task's store.
 var ErrStore = errors.New("state: store")
 
-// New builds a runtime. Run starts it.
+// ErrInvalidConfig is wrapped by the errors of a Config New or Run cannot
+// use: a missing field, a topology kgolearner refuses, ClientOpts kgo
+// refuses or that disable idempotent writes.
+var ErrInvalidConfig = errors.New("invalid config")
+
+// New builds a runtime. Run starts it. Its errors wrap ErrInvalidConfig.
 func New(cfg Config) (*Runtime, error) {
 	if cfg.Process == nil {
-		return nil, errors.New("state: Config.Process is nil")
+		return nil, fmt.Errorf("state: Config.Process is nil: %w", ErrInvalidConfig)
 	}
 	if cfg.Group == "" {
-		return nil, errors.New("state: Config.Group is empty")
+		return nil, fmt.Errorf("state: Config.Group is empty: %w", ErrInvalidConfig)
 	}
 	if cfg.LagInterval <= 0 {
 		cfg.LagInterval = 100 * time.Millisecond
@@ -183,12 +188,12 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	b, err := kgolearner.New(kgolearner.Config{Subtopologies: cfg.Subtopologies, Options: cfg.Options, Policy: cfg.Policy, Hooks: hooks})
 	if err != nil {
-		return nil, fmt.Errorf("state: %w", err)
+		return nil, fmt.Errorf("state: %w: %w", ErrInvalidConfig, err)
 	}
 	r.topo = b
 	for i, sub := range cfg.Subtopologies {
 		if cfg.Cooperative && len(sub.Topics) != 1 {
-			return nil, fmt.Errorf("state: subtopology %d has %d input topics; Cooperative needs one", i, len(sub.Topics))
+			return nil, fmt.Errorf("state: subtopology %d has %d input topics; Cooperative needs one: %w", i, len(sub.Topics), ErrInvalidConfig)
 		}
 		for p := range sub.Partitions {
 			id := taskID(i, p)
@@ -247,9 +252,16 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		kgo.FetchMaxBytes(restoreFetchBytes), kgo.FetchMaxPartitionBytes(restoreFetchBytes / 4)},
 		r.cfg.ClientOpts, []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}), kgo.ConsumeResetOffset(kgo.NoResetOffset())})...)
 	if err != nil {
-		return fmt.Errorf("state: %w", err)
+		return fmt.Errorf("state: %w: %w", ErrInvalidConfig, err) // kgo refuses only options
 	}
 	defer r.rcl.Close()
+	if off, _ := r.rcl.OptValue(kgo.DisableIdempotentWrite).(bool); off {
+		// Without it a refused batch may be followed by one that lands,
+		// and a restore would take that one's position without the
+		// refused changes (see groupHeader). Checked on the restore
+		// client, which has ClientOpts too, before anything is created.
+		return fmt.Errorf("state: ClientOpts disable idempotent writes, which the changelog relies on: %w", ErrInvalidConfig)
+	}
 	if err := ensureTopics(ctx, r.rcl, r.changelogPartitions()); err != nil {
 		return err
 	}
@@ -260,14 +272,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	r.cl, err = kgo.NewClient(r.clientOpts()...)
 	r.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("state: %w", err)
-	}
-	if off, _ := r.cl.OptValue(kgo.DisableIdempotentWrite).(bool); off {
-		r.cl.Close()
-		// Without it a refused batch may be followed by one that lands,
-		// and a restore would take that one's position without the
-		// refused changes (see groupHeader).
-		return errors.New("state: ClientOpts disable idempotent writes, which the changelog relies on")
+		return fmt.Errorf("state: %w: %w", ErrInvalidConfig, err)
 	}
 	if !r.cfg.Cooperative {
 		r.topo.Bind(r.cl)
