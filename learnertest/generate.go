@@ -67,11 +67,7 @@ func Generate(r *rand.Rand, spec Spec) learner.Rebalance {
 
 	subtopologies := spec.Features && r.IntN(2) == 0
 	pStateless := chance(r, 0, 0, 0.3, 1)
-	for i := range nt {
-		id := "T" + strconv.Itoa(i+1)
-		if subtopologies {
-			id = fmt.Sprintf("%d_%d", i%3, i/3)
-		}
+	for _, id := range taskIDs(r, nt, subtopologies) {
 		g.Tasks = append(g.Tasks, learner.Task{ID: id, Stateful: r.Float64() >= pStateless})
 	}
 	g.Options.Standbys = r.IntN(4)
@@ -244,6 +240,36 @@ func countStateful(tasks []learner.Task) int {
 	return n
 }
 
+// taskIDs draws the IDs of a topology of nt tasks: T1, T2, ... or, with
+// subtopologies, Kafka Streams' "<subtopology>_<partition>" IDs, either
+// interleaved (0_0, 1_0, 2_0, 0_1, ...) or, as Kafka Streams lists them, in
+// topology order: each subtopology's partitions together, in subtopologies
+// of different sizes. The assignor takes other paths for the second (its
+// subtopology lookup, its one-each givers), so both must be drawn.
+func taskIDs(r *rand.Rand, nt int, subtopologies bool) []string {
+	var cuts []int // in topology order: subtopology s is tasks cuts[s] to cuts[s+1]-1
+	if subtopologies && r.IntN(2) == 0 {
+		cuts = []int{0, nt}
+		for range r.IntN(4) {
+			cuts = append(cuts, r.IntN(nt+1))
+		}
+		slices.Sort(cuts)
+	}
+	ids := make([]string, nt)
+	for i := range ids {
+		switch {
+		case cuts != nil:
+			s, _ := slices.BinarySearch(cuts, i+1) // after the last cut at or before i
+			ids[i] = fmt.Sprintf("%d_%d", s-1, i-cuts[s-1])
+		case subtopologies:
+			ids[i] = fmt.Sprintf("%d_%d", i%3, i/3)
+		default:
+			ids[i] = "T" + strconv.Itoa(i+1)
+		}
+	}
+	return ids
+}
+
 // AllTraits returns every situation Traits recognises: a test that counts
 // them can fail when a drifted generator stops producing one.
 func AllTraits() []string { return slices.Clone(allTraits) }
@@ -252,7 +278,7 @@ var allTraits = []string{
 	"no member", "an orphan", "an orphan with a learner", "an orphan with a standby", "a task claimed twice",
 	"a task revoked at join", "a ready learner", "a not-ready learner", "competing learners", "a ready-by-lag learner",
 	"an unknown task", "a leaving member", "every member leaving", "standbys", "reported standbys", "a learner budget",
-	"capacities", "racks", "subtopology IDs", "stateless tasks", "the band checked", "a learner-free balanced output",
+	"capacities", "racks", "subtopology IDs", "subtopologies in topology order", "stateless tasks", "the band checked", "a learner-free balanced output",
 }
 
 // Traits lists the situations of AllTraits that g contains; the last two
@@ -284,6 +310,7 @@ func Traits(g learner.Rebalance) []string {
 		reported = reported || len(m.Standby) > 0
 	}
 	var orphan, orphanLearner, orphanStandby, twice, ready, notReady, competing, lagReady, stateless, sub bool
+	inOrder, lastSub := len(g.Tasks) > 1, -1 // every ID of the form, subtopologies in order
 	for t, task := range g.Tasks {
 		orphan = orphan || claims[t] == 0
 		orphanLearner = orphanLearner || claims[t] == 0 && len(v.learners[t]) > 0
@@ -297,8 +324,10 @@ func Traits(g learner.Rebalance) []string {
 			lagReady = lagReady || v.ready[m][t] && !flag
 		}
 		stateless = stateless || !task.Stateful
-		_, ok := subtopologyOf(task.ID)
+		s, ok := subtopologyOf(task.ID)
 		sub = sub || ok
+		inOrder = inOrder && ok && s >= lastSub
+		lastSub = s
 	}
 	add(len(g.Members) == 0, "no member")
 	add(orphan, "an orphan")
@@ -319,6 +348,7 @@ func Traits(g learner.Rebalance) []string {
 	add(capacity, "capacities")
 	add(racks, "racks")
 	add(sub, "subtopology IDs")
+	add(inOrder && lastSub > 0, "subtopologies in topology order")
 	add(stateless, "stateless tasks")
 	if a, err := learner.New(g.Tasks, g.Options); err == nil {
 		if out, err := a.Assign(g.Members); err == nil {

@@ -398,11 +398,7 @@ func NewHistory(r *rand.Rand, features bool) (*History, error) {
 	pStateless := chance(r, 0, 0.2, 1)
 	subtopologies := features && r.IntN(2) == 0
 	var tasks []learner.Task
-	for i := range nt {
-		id := "T" + strconv.Itoa(i+1)
-		if subtopologies {
-			id = fmt.Sprintf("%d_%d", i%3, i/3)
-		}
+	for _, id := range taskIDs(r, nt, subtopologies) {
 		tasks = append(tasks, learner.Task{ID: id, Stateful: r.Float64() >= pStateless})
 	}
 	opts := learner.Options{Standbys: r.IntN(3)}
