@@ -99,17 +99,24 @@ func TestLateJoinAfterLeave(t *testing.T) {
 	for range 3 {
 		beatApply(t, c, now, s1)
 	}
-	now = now.Add(time.Second)
-	_, err = c.Heartbeat(now, join)
-	require.ErrorIs(t, err, ErrFenced, "a late copy of S2's join, after S2 left")
+	lateJoinRefused(t, c, now.Add(time.Second), join, s1)
+}
+
+// lateJoinRefused delivers a late copy of an incarnation's join at now and
+// checks that it is fenced, and that for the next 9 s the survivor, the
+// group's one member, keeps running both tasks: none goes to a ghost.
+func lateJoinRefused(t *testing.T, c *Coordinator, now time.Time, join Heartbeat, survivor *Member) {
+	t.Helper()
+	_, err := c.Heartbeat(now, join)
+	require.ErrorIs(t, err, ErrFenced, "a late copy of %s's join, after its incarnation ended", join.MemberID)
 	assert.ErrorContains(t, err, "coordinator: ")
-	assert.Equal(t, []string{"S1"}, c.Members(), "the late join must not bring S2 back")
+	assert.Equal(t, []string{survivor.ID()}, c.Members(), "the late join must not bring %s back", join.MemberID)
 	for range 9 {
 		now = now.Add(time.Second)
 		c.Tick(now)
-		beatApply(t, c, now, s1)
+		beatApply(t, c, now, survivor)
 	}
-	assert.Equal(t, []string{"T1", "T2"}, s1.Active(), "S1 runs every task: none went to a ghost (target %v)", c.Target())
+	assert.Equal(t, []string{"T1", "T2"}, survivor.Active(), "%s runs every task: none went to a ghost (target %v)", survivor.ID(), c.Target())
 }
 
 // TestRecoveryAdoptsHighestEpoch: in the recovery window, a delayed older
@@ -231,14 +238,5 @@ func TestRestartBuriesUnknownIncarnation(t *testing.T) {
 		beatApply(t, c, now, s2)
 	}
 	require.Equal(t, []string{"T1", "T2"}, s2.Active())
-	now = now.Add(time.Second)
-	_, err = c.Heartbeat(now, join)
-	require.ErrorIs(t, err, ErrFenced, "a late join of the incarnation S1.2 replaced")
-	assert.Equal(t, []string{"S1.2"}, c.Members(), "the late join must not bring S1 back")
-	for range 9 {
-		now = now.Add(time.Second)
-		c.Tick(now)
-		beatApply(t, c, now, s2)
-	}
-	assert.Equal(t, []string{"T1", "T2"}, s2.Active(), "S1.2 runs every task: none went to a ghost (target %v)", c.Target())
+	lateJoinRefused(t, c, now.Add(time.Second), join, s2)
 }
