@@ -66,7 +66,11 @@
 // smaller lag); a stateless task moves in the same
 // two steps with no learner. Everything else is learner.Assign's rules:
 // leaving members hand over through learners, standbys become learners,
-// the learner budget holds, the group settles at a balanced fixed point.
+// the learner budget holds for the target, the group settles at a balanced
+// fixed point. (A learner promoted to owner leaves the target's learners but
+// keeps replaying until its task is granted, so for that wait the members
+// run one learner more than the budget per promotion; it has caught up and
+// only tails the changelog. testdata/scripts/budget.txt plays it.)
 //
 // # Liveness and fencing
 //
