@@ -260,7 +260,8 @@ const workerID = "self"
 const defaultCommitTimeout = 10 * time.Second
 
 // ErrInvalidConfig is wrapped by every error of New: a Config it cannot
-// use. Errors of the options or the tasks also wrap the learner package's
+// use. Errors learner.New returns, and a topology of more than
+// learner.MaxTasks tasks or partitions, also wrap the learner package's
 // sentinel (learner.ErrInvalidOptions, learner.ErrInvalidTopology).
 var ErrInvalidConfig = errors.New("invalid config")
 

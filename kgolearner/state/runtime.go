@@ -148,8 +148,9 @@ var ErrStore = errors.New("state: store")
 
 // ErrInvalidConfig is wrapped by the errors of a Config New or Run cannot
 // use: a missing field, a topology kgolearner refuses, ClientOpts kgo
-// refuses or that disable idempotent writes.
-var ErrInvalidConfig = errors.New("invalid config")
+// refuses or that disable idempotent writes. It is kgolearner's, which
+// the errors of the topology wrap already.
+var ErrInvalidConfig = kgolearner.ErrInvalidConfig
 
 // New builds a runtime. Run starts it. Its errors wrap ErrInvalidConfig.
 func New(cfg Config) (*Runtime, error) {
@@ -188,7 +189,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	b, err := kgolearner.New(kgolearner.Config{Subtopologies: cfg.Subtopologies, Options: cfg.Options, Policy: cfg.Policy, Hooks: hooks})
 	if err != nil {
-		return nil, fmt.Errorf("state: %w: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("state: %w", err) // ErrInvalidConfig
 	}
 	r.topo = b
 	for i, sub := range cfg.Subtopologies {
