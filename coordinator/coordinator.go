@@ -594,23 +594,21 @@ func (c *Coordinator) recompute() error {
 // reportAssign gives the assigned hook (tests) an Assign call's input and
 // output by ID.
 func (c *Coordinator) reportAssign(in []learner.IndexedMember, out []learner.IndexedAssignment) {
-	mds := make([]learner.MemberMetadata, len(in))
-	for i, m := range in {
-		md, err := c.assignor.MemberByID(m)
+	c.assigned(c.assignor.Tasks(), byID(in, c.assignor.MemberByID), byID(out, c.assignor.AssignmentByID))
+}
+
+// byID converts what AssignIndexed took or gave to IDs; it cannot fail on
+// what AssignIndexed took or gave.
+func byID[T, U any](xs []T, f func(T) (U, error)) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		u, err := f(x)
 		if err != nil {
-			panic(fmt.Sprintf("coordinator: the input AssignIndexed took: %v", err))
+			panic(fmt.Sprintf("coordinator: AssignIndexed's input or output by ID: %v", err))
 		}
-		mds[i] = md
+		out[i] = u
 	}
-	as := make([]learner.Assignment, len(out))
-	for i, a := range out {
-		x, err := c.assignor.AssignmentByID(a)
-		if err != nil {
-			panic(fmt.Sprintf("coordinator: AssignIndexed's output: %v", err))
-		}
-		as[i] = x
-	}
-	c.assigned(c.assignor.Tasks(), mds, as)
+	return out
 }
 
 func (c *Coordinator) response(m *member) Response {
