@@ -168,8 +168,10 @@ type Round struct {
 	// next rebalance.
 	Deferred []string
 	// Withheld lists the deferred tasks that nobody runs in this
-	// generation: only stale claims (a member that missed rebalances) held
-	// them, and that member is told to revoke them.
+	// generation: no member could keep them (only stale claims, of a
+	// member that missed rebalances, or claims of some of their partitions
+	// by several members held them), and their claimers are told to revoke
+	// them.
 	Withheld []string
 	// Undecoded counts members whose status could not be decoded (another
 	// topology or wire version); they count as owning the tasks of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -152,6 +153,7 @@ func (b *Balancer) balance(t testing.TB, members []kmsg.JoinGroupResponseMember,
 	tasks := b.Tasks()
 	assert.Empty(t, learnertest.Check(tasks, b.assignor.Options(), round.Members, round.Planned), "learnertest.Check of Assign's plan")
 	assert.Empty(t, learnertest.CheckRound(tasks, round.Members, round.Assignments, round.Withheld), "learnertest.CheckRound of what was sent")
+	assert.Empty(t, newOverlaps(t, members, into.IntoSyncAssignment()), "partitions sent to a member while another member owns them")
 	parts := map[string]map[string][]int32{}
 	tags := map[string]learner.Assignment{}
 	for _, sa := range into.IntoSyncAssignment() {
@@ -167,6 +169,43 @@ func (b *Balancer) balance(t testing.TB, members []kmsg.JoinGroupResponseMember,
 		tags[sa.MemberID] = as
 	}
 	return parts, tags, round
+}
+
+// newOverlaps returns the partitions the plan gives a member that did not
+// own them while another member reports owning them: Kafka cannot make that
+// member stop first, so both would consume them in the same generation.
+// (Kafka's own cooperative assignors refuse such a plan, see Java's
+// ConsumerCoordinator.validateCooperativeAssignment.)
+func newOverlaps(t testing.TB, members []kmsg.JoinGroupResponseMember, plan []kmsg.SyncGroupRequestGroupAssignment) []string {
+	t.Helper()
+	owners := map[string]map[string]bool{} // "topic-partition" -> its owners
+	for _, m := range members {
+		var meta kmsg.ConsumerMemberMetadata
+		require.NoError(t, meta.ReadFrom(m.ProtocolMetadata))
+		for _, op := range meta.OwnedPartitions {
+			for _, p := range op.Partitions {
+				tp := fmt.Sprintf("%s-%d", op.Topic, p)
+				if owners[tp] == nil {
+					owners[tp] = map[string]bool{}
+				}
+				owners[tp][m.MemberID] = true
+			}
+		}
+	}
+	var overlaps []string
+	for _, sa := range plan {
+		var ka kmsg.ConsumerMemberAssignment
+		require.NoError(t, ka.ReadFrom(sa.MemberAssignment))
+		for _, at := range ka.Topics {
+			for _, p := range at.Partitions {
+				tp := fmt.Sprintf("%s-%d", at.Topic, p)
+				if !owners[tp][sa.MemberID] && len(owners[tp]) > 0 {
+					overlaps = append(overlaps, fmt.Sprintf("%s to %s, owned by %v", tp, sa.MemberID, slices.Sorted(maps.Keys(owners[tp]))))
+				}
+			}
+		}
+	}
+	return overlaps
 }
 
 var testCounts = map[string]int32{"orders": 3, "payments": 3, "clicks": 2}
@@ -426,4 +465,65 @@ func TestLeaveSurvivesLostSession(t *testing.T) {
 
 	time.Sleep(400 * time.Millisecond)
 	assert.Equal(t, int32(1), shutdowns.Load(), "Shutdown calls once the Leave deadline passed")
+}
+
+// TestLeaderSplitClaims: members that own some of a task's partitions each
+// (after a topology change that put two topics in one subtopology, say:
+// members of the old topology owned their partitions as separate tasks)
+// claim the task together, and none owns it whole. Whoever Assign gives the
+// task to, no member may be sent a partition another member still owns:
+// Kafka cannot make that member stop first. Nobody runs the task for one
+// generation; the claimers lose their partitions and kgo's follow-up
+// rebalance assigns the task whole.
+func TestLeaderSplitClaims(t *testing.T) {
+	rest := map[string][]int32{"orders": {1, 2}, "payments": {1, 2}, "clicks": {0, 1}}
+	for _, c := range []struct {
+		name     string
+		s1Gen    int32 // S1's generation; the others synced in 2
+		learner  string
+		s1, s2   map[string][]int32
+		withheld bool
+		keeper   string // who runs 0_0 if it is not withheld
+	}{
+		// S1 owns orders-0 and S2 payments-0; Assign gives 0_0 to S1, to
+		// S2 or to S3 (whose learner of 0_0 makes it the warmest).
+		{name: "to a claimer", s1Gen: 2, learner: "S1", s1: map[string][]int32{"orders": {0}}, s2: map[string][]int32{"payments": {0}}, withheld: true},
+		{name: "to the other claimer", s1Gen: 2, learner: "S2", s1: map[string][]int32{"orders": {0}}, s2: map[string][]int32{"payments": {0}}, withheld: true},
+		{name: "to a third member", s1Gen: 2, learner: "S3", s1: map[string][]int32{"orders": {0}}, s2: map[string][]int32{"payments": {0}}, withheld: true},
+		// A zombie S1 (generation 1) still claims orders-0.
+		{name: "beside a zombie", s1Gen: 1, learner: "S2", s1: map[string][]int32{"orders": {0}}, s2: map[string][]int32{"payments": {0}}, withheld: true},
+		// S2 owns 0_0 whole and S1 part of it: S2 keeps it for S3.
+		{name: "whole beside part", s1Gen: 2, learner: "S3", s1: map[string][]int32{"orders": {0}}, s2: map[string][]int32{"orders": {0}, "payments": {0}}, keeper: "S2"},
+		// S1, alone, owns part of 0_0 (a topology change added payments to
+		// its subtopology, say): it keeps the task for S3, with payments-0,
+		// which nobody owns.
+		{name: "one part", s1Gen: 2, learner: "S3", s1: map[string][]int32{"orders": {0}}, keeper: "S1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newTestBalancer(t, testTopology)
+			report := func(id string) []byte {
+				if id == c.learner {
+					return b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0"}, Ready: []string{"0_0"}})
+				}
+				return b.encodeMember(t, learner.MemberMetadata{})
+			}
+			parts, _, round := b.balance(t, []kmsg.JoinGroupResponseMember{
+				b.joinMemberAt("S1", c.s1Gen, report("S1"), c.s1),
+				b.joinMemberAt("S2", 2, report("S2"), c.s2),
+				b.joinMemberAt("S3", 2, report("S3"), rest),
+			}, testCounts)
+			assert.Contains(t, round.Deferred, "0_0", "Round.Deferred")
+			if c.withheld {
+				assert.Contains(t, round.Withheld, "0_0", "Round.Withheld")
+				for id, ps := range parts {
+					assert.NotContains(t, ps["payments"], int32(0), "%s's payments", id)
+				}
+				assert.True(t, round.FollowUp, "Round.FollowUp: the claimers lose partitions")
+				return
+			}
+			assert.NotContains(t, round.Withheld, "0_0", "Round.Withheld")
+			assert.Contains(t, parts[c.keeper]["payments"], int32(0), "%s's payments", c.keeper)
+			assert.Contains(t, parts[c.keeper]["orders"], int32(0), "%s's orders", c.keeper)
+		})
+	}
 }

@@ -219,6 +219,14 @@ func (c *claims) current(m int32, t int) bool {
 // claimers returns the members owning one of task t's partitions.
 func (c *claims) claimers(t int) []int32 { return c.by[c.task[t].at:c.task[t+1].at] }
 
+// ownsWhole reports whether member m owns every partition of task t. A
+// claim of some of them (members of another topology, which split the
+// task's topics between tasks) says nothing of who owns the others.
+func (c *claims) ownsWhole(m, t int32) bool {
+	_, found := slices.BinarySearch(c.whole[c.wholeAt[m]:c.wholeAt[m+1]], t)
+	return found
+}
+
 // claimsBuilder reads the members' owned partitions into claims, one
 // member at a time. A partition reported twice by one member counts once,
 // and partitions of no task are ignored.
@@ -491,10 +499,16 @@ func byID[T, U any](in []T, conv func(T) (U, error)) ([]U, error) {
 // claims it, stays with that member for one more generation, tagged learned,
 // and its new owner learns it (a stateless learner has nothing to replay);
 // the owner releases it when the next rebalance begins, and that rebalance
-// moves it. When only stale claims (a zombie, KIP-792) hold the task, nobody
-// runs it for one generation: the zombie is told to revoke it. Either way
-// the task is deferred. A member that owns a task by a current claim keeps
-// it whoever else claims it: that creates no new overlap.
+// moves it. The keeper must own all the task's partitions, or be its only
+// claimer: one owning some of them would be sent the others, which another
+// member may own (members of another topology split a task's topics between
+// tasks). When no member can keep the task (only stale claims of a zombie,
+// KIP-792, or claims of some of its partitions by several members hold it),
+// nobody runs it for one generation: its claimers lose its partitions, and
+// kgo's follow-up rebalance assigns it. Either way the task is deferred. A member that owns
+// a whole task by a current claim keeps it whoever else claims it: that
+// creates no new overlap; so does a member given a task that nobody else
+// claims.
 //
 // memberOf maps out's positions to members. The lists of out are edited in
 // place: they are the leader's own.
@@ -526,7 +540,7 @@ func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []lea
 			owns, other := false, false
 			for _, m := range cs {
 				if m == mi {
-					owns = c.current(m, int(t))
+					owns = c.current(m, int(t)) && c.ownsWhole(m, t)
 				} else {
 					other = true
 				}
@@ -535,9 +549,11 @@ func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []lea
 				continue
 			}
 			h.deferred[t], touched[i] = withheld, true // i learns the task instead of running it
-			k := slices.IndexFunc(cs, func(m int32) bool { return m != mi && c.current(m, int(t)) })
+			k := slices.IndexFunc(cs, func(m int32) bool {
+				return m != mi && c.current(m, int(t)) && (c.ownsWhole(m, t) || len(cs) == 1)
+			})
 			if k < 0 {
-				continue // only stale claims: withheld
+				continue // nobody can keep it: withheld
 			}
 			j := outOf[cs[k]] // keeps running it, tagged learned, for one generation
 			h.deferred[t], touched[j] = kept, true
@@ -627,7 +643,7 @@ type deferral uint8
 const (
 	notDeferred deferral = iota
 	kept                 // its owner keeps it one more generation
-	withheld             // nobody runs it for one generation (only stale claims)
+	withheld             // nobody runs it for one generation (nobody can keep it)
 )
 
 // LearnerID turns a coordinator's member ID (or a rack) into a learner ID:

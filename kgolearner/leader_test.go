@@ -232,6 +232,7 @@ func TestLeaderReuseMatchesFresh(t *testing.T) {
 			continue
 		}
 		require.Equal(t, wantPlan.IntoSyncAssignment(), gotPlan.IntoSyncAssignment(), "rebalance %d: the assignments sent, against a new Balancer's", i)
+		require.Empty(t, newOverlaps(t, join, gotPlan.IntoSyncAssignment()), "rebalance %d: partitions sent to a member while another member owns them", i)
 		require.Equal(t, want, got, "rebalance %d: the Round, against a new Balancer's", i)
 	}
 }
