@@ -187,12 +187,27 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added
 			addedSet[topicPartition{topic, p}] = true
 		}
 	}
+	runs := make(map[string]bool, len(as.Assigned))
 	for _, t := range as.Assigned {
+		runs[t] = true
 		if !b.running[t] {
 			start = append(start, t)
 			if !b.topo.allPartitions(b.topo.index(t), addedSet) {
 				kept = append(kept, t)
 			}
+		}
+	}
+	// A leader of another topology may assign some partitions of a task
+	// only (its topology split the task's topics between tasks), or
+	// partitions of no task. The member cannot run them, and kgo would
+	// fetch them, once this callback returns, for polls that deliver
+	// records of no running task, which the application can only drop and
+	// kgo's autocommit then commits past. They stay paused, and stay in
+	// kgo's assignment: the leader must see who owns them.
+	idle := map[string][]int32{}
+	for tp := range addedSet {
+		if t := b.topo.taskOf(tp.topic, tp.partition); t < 0 || !runs[b.topo.tasks[t].ID] {
+			idle[tp.topic] = append(idle[tp.topic], tp.partition)
 		}
 	}
 	fire := ch.Shutdown && !b.shutdown
@@ -207,6 +222,9 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added
 	clear(b.reportedReady)
 	b.mu.Unlock()
 
+	if cl != nil && len(idle) > 0 {
+		cl.PauseFetchPartitions(idle)
+	}
 	// Normally empty: a task the assignment takes away lost its
 	// partitions, and PartitionsRevoked stopped it.
 	b.sort(stop)

@@ -1,0 +1,119 @@
+package kgolearner_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// plainMember is a member of a group of TestPartialTaskPaused: it runs the
+// tasks its hooks start and notes every record it polls of a task it does
+// not run.
+type plainMember struct {
+	b  *kgolearner.Balancer
+	cl *kgo.Client
+
+	mu      sync.Mutex
+	running map[string]bool
+	strays  []string // records polled of a task not running
+}
+
+func startPlainMember(t *testing.T, c *kfake.Cluster, name string, topology []kgolearner.Subtopology) *plainMember {
+	t.Helper()
+	m := &plainMember{running: map[string]bool{}}
+	set := func(running bool) func(string) {
+		return func(task string) { m.mu.Lock(); m.running[task] = running; m.mu.Unlock() }
+	}
+	b, err := kgolearner.New(kgolearner.Config{Subtopologies: topology, Hooks: kgolearner.Hooks{
+		StartActive: set(true),
+		StopActive:  func(task string) error { set(false)(task); return nil },
+		LoseActive:  set(false),
+	}})
+	require.NoError(t, err)
+	cl, err := kgo.NewClient(append(b.Opts(),
+		kgo.SeedBrokers(c.ListenAddrs()...),
+		kgo.ClientID(name),
+		kgo.ConsumerGroup("learner-mixed"),
+		kgo.HeartbeatInterval(heartbeatInterval),
+		kgo.SessionTimeout(sessionTimeout),
+		kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.WithLogger(testLogger{t, name}),
+	)...)
+	require.NoError(t, err)
+	b.Bind(cl)
+	m.b, m.cl = b, cl
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			fetches := cl.PollFetches(ctx)
+			if fetches.IsClientClosed() {
+				return
+			}
+			fetches.EachRecord(func(r *kgo.Record) {
+				task, _ := b.TaskOf(r.Topic, r.Partition)
+				m.mu.Lock()
+				if !m.running[task] {
+					m.strays = append(m.strays, fmt.Sprintf("%s/%d@%d (task %q)", r.Topic, r.Partition, r.Offset, task))
+				}
+				m.mu.Unlock()
+			})
+			cl.AllowRebalance()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; cl.Close() })
+	return m
+}
+
+func (m *plainMember) runs() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, r := range m.running {
+		if r {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPartialTaskPaused: in a rolling upgrade that co-partitions two topics
+// (the old topology has a subtopology per topic, the new one subtopology of
+// both), the old version's leader assigns a new member partitions of its
+// tasks, which are parts of the new member's: orders-p without payments-p,
+// say. The new member cannot run such a task; kgo must not fetch for it,
+// or its poll returns records of a task it does not run, which the
+// application can only drop and kgo's autocommit then commits past. The
+// member keeps the partitions (kgo's view, which the leader reads) paused
+// until the task is whole.
+func TestPartialTaskPaused(t *testing.T) {
+	old := []kgolearner.Subtopology{{Topics: []string{"orders"}, Partitions: 3}, {Topics: []string{"payments"}, Partitions: 3}}
+	cur := []kgolearner.Subtopology{{Topics: []string{"orders", "payments"}, Partitions: 3}}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(3, "orders", "payments"))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	p := startProducer(t, c, cur)
+	t.Cleanup(func() { p.stop() })
+
+	leader := startPlainMember(t, c, "old", old) // the first member leads
+	require.Eventually(t, func() bool { return leader.runs() == 6 }, waitTimeout, 10*time.Millisecond, "the old member runs every task")
+	upgraded := startPlainMember(t, c, "new", cur)
+	require.Eventually(t, func() bool { return leader.runs() < 6 }, waitTimeout, 10*time.Millisecond, "the old leader hands tasks to the new member")
+	time.Sleep(time.Second) // the new member polls what kgo fetches for it
+	upgraded.mu.Lock()
+	assert.Empty(t, upgraded.strays, "records the new member polled of tasks it does not run")
+	upgraded.mu.Unlock()
+	// The old leader spreads its subtopologies: orders-0, payments-0 and
+	// orders-1 move, so the new member runs task 0_0 and holds half of 0_1.
+	assert.Equal(t, 1, upgraded.runs(), "tasks the new member runs")
+	assert.Equal(t, map[string][]int32{"orders": {1}}, upgraded.cl.PauseFetchPartitions(nil), "the new member's paused partitions")
+}
