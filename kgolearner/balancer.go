@@ -97,9 +97,11 @@ const ProtocolName = "learner"
 // Long work belongs on the application's own goroutines, with one
 // exception: StopActive must finish the task's durable work before it
 // returns. A release runs after the member's session has ended and before
-// it joins, when it neither heartbeats nor waits in a JoinGroup, so the
-// coordinator drops a member whose releases (StopActive and the commit)
-// outlast its session timeout.
+// it joins. kgo keeps heartbeating until OnPartitionsRevoked returns, so the
+// session does not expire, but a rebalance in progress waits for the
+// member's JoinGroup only up to the rebalance timeout (kgo's default: 60
+// s): the coordinator drops a member whose releases (StopActive and the
+// commit) outlast it.
 type Hooks struct {
 	// StartActive starts processing a task: records of its partitions
 	// arrive from the client's polls, from the offset the task's last
@@ -198,7 +200,7 @@ type Config struct {
 	// Hooks are the application's callbacks.
 	Hooks Hooks
 	// CommitTimeout bounds each commit of a stopping task's offsets.
-	// Zero means 10 seconds; keep it well under the session timeout (see
+	// Zero means 10 seconds; keep it well under the rebalance timeout (see
 	// Hooks), since a release's commit runs between the end of a session
 	// and the member's JoinGroup.
 	CommitTimeout time.Duration
