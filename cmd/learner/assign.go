@@ -51,20 +51,20 @@ func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	r, err := learner.ParseRebalance(text)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stderr, "learner assign: %v\n", err)
 		return 2
 	}
 	for _, w := range r.Warnings() {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
+		fmt.Fprintf(stderr, "learner assign: warning: %s\n", w)
 	}
 	a, err := learner.New(r.Tasks, r.Options)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stderr, "learner assign: %v\n", err)
 		return 2
 	}
 	out, err := a.Assign(r.Members)
 	if err != nil {
-		fmt.Fprintln(stderr, r.Locate(err))
+		fmt.Fprintf(stderr, "learner assign: %v\n", r.Locate(err))
 		return 1
 	}
 	fmt.Fprint(stdout, learner.FormatAssignments(out))
@@ -76,7 +76,7 @@ func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func replay(src string, stdout, stderr io.Writer) int {
 	s, err := scenario.Parse(src)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stderr, "learner assign: %v\n", err)
 		return 2
 	}
 	for i := range s.Blocks {
