@@ -31,7 +31,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "assign":
 		return assignMain(args[1:], stdin, stdout, stderr)
 	case "simulate":
-		return simulateMain(args[1:], stdout, stderr)
+		return simulateMain(args[1:], stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -30,7 +31,7 @@ flags:
 // metrics, with -v a log of every rebalance in the document's notation, and
 // with -svg a timeline picture. Bad flags or a bad scenario exit 2 before
 // anything runs; an error while simulating exits 1.
-func simulateMain(args []string, stdout, stderr io.Writer) int {
+func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -161,7 +162,7 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 
 	var text string
 	if set["scenario"] {
-		src, err := readInput(*scenario, os.Stdin)
+		src, err := readInput(*scenario, stdin)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -197,13 +198,23 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, text)
 		return 0
 	}
-	// Open the picture's file before the run, so a bad path fails at once.
+	// Open the picture's file before the run, so a bad path fails at once:
+	// a temporary file beside it, renamed over it only once the picture is
+	// whole, so a failed run leaves an existing picture as it was and no
+	// empty one behind.
 	var out *os.File
 	if *svg != "" {
-		if out, err = os.Create(*svg); err != nil {
-			return fail("-svg: %v", err)
+		if out, err = os.CreateTemp(filepath.Dir(*svg), "."+filepath.Base(*svg)+".*.tmp"); err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // name the picture, not the temporary file
+			}
+			return fail("-svg: open %s: %v", *svg, err)
 		}
-		defer out.Close()
+		defer func() {
+			out.Close()
+			os.Remove(out.Name()) // fails harmlessly once renamed
+		}()
 	}
 
 	rs, err := sim.RunAll(sc)
@@ -221,6 +232,12 @@ func simulateMain(args []string, stdout, stderr io.Writer) int {
 		err := sim.WriteSVG(out, rs)
 		if cerr := out.Close(); err == nil {
 			err = cerr
+		}
+		if err == nil {
+			err = os.Chmod(out.Name(), 0o644) // CreateTemp's 0600 is not what os.Create would give
+		}
+		if err == nil {
+			err = os.Rename(out.Name(), *svg)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "learner simulate: %v\n", err)

@@ -126,3 +126,43 @@ func TestSimulateBadInput(t *testing.T) {
 		assert.Contains(t, errs, tc.want, "learner simulate %v: stderr", tc.args)
 	}
 }
+
+// TestSimulateSVGFile: -svg replaces its file only with a whole picture,
+// and a run that cannot write it leaves no temporary file behind.
+func TestSimulateSVGFile(t *testing.T) {
+	dir := t.TempDir()
+	svg := filepath.Join(dir, "timeline.svg")
+	require.NoError(t, os.WriteFile(svg, []byte("an older picture"), 0o644))
+	_, errs, code := simulate(t, "-members", "4", "-tasks", "6", "-stateless", "1", "-svg", svg)
+	require.Equal(t, 0, code, "stderr %q", errs)
+	b, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(b, []byte("<svg ")), "-svg over an existing file: got %.40q, want a new picture", b)
+	info, err := os.Stat(svg)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), info.Mode().Perm()&^0o022, "-svg file mode")
+
+	// A directory in the picture's place: the rename fails after the run.
+	blocked := filepath.Join(dir, "blocked.svg")
+	require.NoError(t, os.Mkdir(blocked, 0o755))
+	_, errs, code = simulate(t, "-members", "4", "-tasks", "6", "-stateless", "1", "-svg", blocked)
+	assert.Equal(t, 1, code, "-svg onto a directory: exit code (stderr %q)", errs)
+	assert.Contains(t, errs, "blocked.svg")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"blocked.svg", "timeline.svg"}, names, "files left beside the picture")
+}
+
+// TestSimulateScenarioFromStdin: -scenario - reads the scenario from the
+// command's standard input.
+func TestSimulateScenarioFromStdin(t *testing.T) {
+	var out, errb bytes.Buffer
+	script := "duration 1h\ntasks T1 T2 size 5\nmembers S1 S2\nat 10m crash S2\n"
+	code := run([]string{"simulate", "-scenario", "-"}, strings.NewReader(script), &out, &errb)
+	require.Equal(t, 0, code, "learner simulate -scenario -: stderr %q", errb.String())
+	assert.Contains(t, out.String(), "2 tasks")
+}
