@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -198,22 +197,22 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		fmt.Fprint(stdout, text)
 		return 0
 	}
-	// Open the picture's file before the run, so a bad path fails at once:
-	// a temporary file beside it, renamed over it only once the picture is
-	// whole, so a failed run leaves an existing picture as it was and no
-	// empty one behind.
+	// Open the picture's file before the run, so a bad path fails at once,
+	// but truncate it only once the picture is drawn: a failed run leaves an
+	// existing file as it was and removes one it created.
 	var out *os.File
+	created, drawn := false, false
 	if *svg != "" {
-		if out, err = os.CreateTemp(filepath.Dir(*svg), "."+filepath.Base(*svg)+".*.tmp"); err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err // name the picture, not the temporary file
-			}
-			return fail("-svg: open %s: %v", *svg, err)
+		_, statErr := os.Stat(*svg)
+		created = errors.Is(statErr, os.ErrNotExist)
+		if out, err = os.OpenFile(*svg, os.O_WRONLY|os.O_CREATE, 0o666); err != nil {
+			return fail("-svg: %v", err)
 		}
 		defer func() {
-			out.Close()
-			os.Remove(out.Name()) // fails harmlessly once renamed
+			out.Close() // a second Close after a drawn picture's fails harmlessly
+			if created && !drawn {
+				os.Remove(*svg)
+			}
 		}()
 	}
 
@@ -229,16 +228,14 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	}
 	sim.WriteTable(stdout, sc, rs)
 	if out != nil {
-		err := sim.WriteSVG(out, rs)
+		err := out.Truncate(0)
+		if err == nil {
+			err = sim.WriteSVG(out, rs)
+		}
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
-		if err == nil {
-			err = os.Chmod(out.Name(), 0o644) // CreateTemp's 0600 is not what os.Create would give
-		}
-		if err == nil {
-			err = os.Rename(out.Name(), *svg)
-		}
+		drawn = err == nil
 		if err != nil {
 			fmt.Fprintf(stderr, "learner simulate: %v\n", err)
 			return 1

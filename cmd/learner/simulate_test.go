@@ -127,34 +127,26 @@ func TestSimulateBadInput(t *testing.T) {
 	}
 }
 
-// TestSimulateSVGFile: -svg replaces its file only with a whole picture,
-// and a run that cannot write it leaves no temporary file behind.
+// TestSimulateSVGFile: -svg replaces an existing file with the picture,
+// and a path it cannot write fails before the run.
 func TestSimulateSVGFile(t *testing.T) {
 	dir := t.TempDir()
 	svg := filepath.Join(dir, "timeline.svg")
-	require.NoError(t, os.WriteFile(svg, []byte("an older picture"), 0o644))
+	require.NoError(t, os.WriteFile(svg, []byte(strings.Repeat("an older, longer picture\n", 1e4)), 0o644))
 	_, errs, code := simulate(t, "-members", "4", "-tasks", "6", "-stateless", "1", "-svg", svg)
 	require.Equal(t, 0, code, "stderr %q", errs)
 	b, err := os.ReadFile(svg)
 	require.NoError(t, err)
-	assert.True(t, bytes.HasPrefix(b, []byte("<svg ")), "-svg over an existing file: got %.40q, want a new picture", b)
-	info, err := os.Stat(svg)
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o644), info.Mode().Perm()&^0o022, "-svg file mode")
+	assert.True(t, bytes.HasPrefix(b, []byte("<svg ")) && bytes.HasSuffix(b, []byte("</svg>\n")),
+		"-svg over an existing file: got %.40q...%q, want the picture alone", b, b[max(0, len(b)-40):])
 
-	// A directory in the picture's place: the rename fails after the run.
+	// A directory in the picture's place fails at once, as a bad path does.
 	blocked := filepath.Join(dir, "blocked.svg")
 	require.NoError(t, os.Mkdir(blocked, 0o755))
-	_, errs, code = simulate(t, "-members", "4", "-tasks", "6", "-stateless", "1", "-svg", blocked)
-	assert.Equal(t, 1, code, "-svg onto a directory: exit code (stderr %q)", errs)
+	out, errs, code := simulate(t, "-members", "4", "-tasks", "6", "-stateless", "1", "-svg", blocked)
+	assert.Equal(t, 2, code, "-svg onto a directory: exit code (stderr %q)", errs)
+	assert.Empty(t, out, "-svg onto a directory: the run should not start")
 	assert.Contains(t, errs, "blocked.svg")
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	assert.Equal(t, []string{"blocked.svg", "timeline.svg"}, names, "files left beside the picture")
 }
 
 // TestSimulateScenarioFromStdin: -scenario - reads the scenario from the
