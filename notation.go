@@ -35,6 +35,7 @@ type SyntaxError struct {
 	Msg  string
 }
 
+// Error returns "line N: " and the message.
 func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
 
 // Unwrap returns ErrSyntax.
