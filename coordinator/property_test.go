@@ -26,7 +26,7 @@ func (c randChooser) intn(n int) int { return c.r.IntN(n) }
 //
 // Convergence: from there, learners are ready within k heartbeats and Assign
 // settles a group after arbitrary changes within 2k+2 rounds of learners
-// (learner package, convergenceBound); each round here costs a heartbeat
+// (learnertest.ConvergenceBound); each round here costs a heartbeat
 // for the learner to report, one for the owner to stop and one for the
 // learner to take over: 3 intervals a round.
 func ownerBound() int { return int(2*session/interval) + 3 }
