@@ -15,13 +15,14 @@ import (
 const simulateUsage = `usage: learner simulate [flags]
 
 Simulates a group under scaling and compares rebalancing strategies on the
-same event script: this library's learners (stable and eager rejoin),
-stop-the-world eager rebalancing, cooperative sticky without learners, and
-warm-up replicas with probing rebalances (KIP-441), each with the scenario's
-standby replicas. Without -scenario it runs the default scenario, shaped by
--members, -tasks, -stateless, -size, -rate and -seed; -print-scenario shows
-it in the scenario format. With -suite N it plays N random scenarios drawn
-from -seed and prints each strategy's totals.
+same event script: this library's learners (stable and eager rejoin, and
+coordinator mode without rebalances), stop-the-world eager rebalancing,
+cooperative sticky without learners, and warm-up replicas with probing
+rebalances (KIP-441), each with the scenario's standby replicas. Without
+-scenario it runs the default scenario, shaped by -members, -tasks,
+-stateless, -size, -rate and -seed; -print-scenario shows it in the scenario
+format. With -suite N it plays N random scenarios drawn from -seed and
+prints each strategy's totals.
 
 flags:
 `
