@@ -83,7 +83,7 @@ var errShortMetadata = errors.New("not enough data")
 
 // consumerMetadata is what the leader uses of a kmsg.ConsumerMemberMetadata.
 // The topics and owned partitions arrays stay bytes, walked by eachTopic and
-// eachOwned.
+// ownedPartitions.
 type consumerMetadata struct {
 	subscription []byte // the subscribed topics array: its length, then the topics
 	topics       []byte // the subscribed topics array's elements
