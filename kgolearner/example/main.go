@@ -41,11 +41,13 @@ func main() {
 	leaveTimeout := flag.Duration("leave-timeout", time.Minute, "how long a leaving member waits for its learners")
 	flag.Parse()
 
+	interrupt := make(chan os.Signal, 2)
+	signal.Notify(interrupt, os.Interrupt)
 	if err := run(config{
 		brokers: strings.Split(*brokers, ","), group: *group, topics: strings.Split(*topics, ","),
 		partitions: int32(*partitions), stateful: !*stateless, standbys: *standbys, eager: *eager,
 		restore: *restore, leaveTimeout: *leaveTimeout,
-	}); err != nil {
+	}, interrupt); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -57,9 +59,12 @@ type config struct {
 	stateful, eager       bool
 	standbys              int
 	restore, leaveTimeout time.Duration
+	clientOpts            []kgo.Opt // more client options (the test's shorter heartbeats)
 }
 
-func run(c config) error {
+// run runs one member until it has handed its tasks over after the first
+// interrupt, or at once after the second.
+func run(c config, interrupt <-chan os.Signal) error {
 	var b *kgolearner.Balancer
 	done := make(chan struct{})
 	var once sync.Once
@@ -111,20 +116,21 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(append(b.Opts(), kgo.SeedBrokers(c.brokers...), kgo.ConsumerGroup(c.group))...)
+	opts := append(b.Opts(), kgo.SeedBrokers(c.brokers...), kgo.ConsumerGroup(c.group))
+	cl, err := kgo.NewClient(append(opts, c.clientOpts...)...)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	// The loop below may return between a poll and its AllowRebalance: a
+	// plain Close would then wait for the rebalance it blocks, for ever.
+	defer cl.CloseAllowingRebalance()
 	b.Bind(cl)
 
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt)
 	go func() {
-		<-sig
+		<-interrupt
 		log.Printf("leaving: handing tasks over (Ctrl-C again to quit now)")
 		b.Leave(time.Now().Add(c.leaveTimeout))
-		<-sig
+		<-interrupt
 		once.Do(func() { close(done) })
 	}()
 
