@@ -563,6 +563,10 @@ func splitNumber(s string) (string, int, bool) {
 	return s[:i], v, err == nil
 }
 
+// plain writes v as a decimal without an exponent: %g writes 1e+06, which
+// reads back, and 1e-05, which "size MIN-MAX" cannot (its '-' splits it).
+func plain(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
 // DefaultParams shape DefaultText.
 type DefaultParams struct {
 	Members   int     // peak group size, at least 4
@@ -629,10 +633,10 @@ leave-deadline 10m       # learner strategies: time-bounded scale-down
 standbys 1               # standby replicas of each stateful task, every strategy
 replay-lag 1s            # a caught-up replica trails its active by this much
 handover %-16s# learner strategies: what kgolearner does
-restore-rate %g          # MB/s of every member
-`, p.Members, p.Tasks, p.Stateless, DefaultHandover, p.Rate)
+restore-rate %-12s# MB/s of every member
+`, p.Members, p.Tasks, p.Stateless, DefaultHandover, plain(p.Rate))
 	// Stateless tasks are spread evenly through the topology.
-	fmt.Fprintf(&b, "tasks T1-T%d size %g-%g seed %d\n", p.Tasks, p.MinSize, p.MaxSize, p.Seed)
+	fmt.Fprintf(&b, "tasks T1-T%d size %s-%s seed %d\n", p.Tasks, plain(p.MinSize), plain(p.MaxSize), p.Seed)
 	var stateless []string
 	for i := 1; i <= p.Tasks; i++ {
 		if (i*p.Stateless)/p.Tasks != ((i-1)*p.Stateless)/p.Tasks {

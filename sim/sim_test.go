@@ -637,3 +637,19 @@ func TestDefaultScenarioClaims(t *testing.T) {
 	assert.Greater(t, 10*followUp.Downtime, m[StopTheWorld].Downtime, "follow-up: the document says the 10%% target is missed")
 	assert.Greater(t, 100*followUp.Downtime, 15*m[Cooperative].Downtime, "follow-up: the document says the 15%% target is missed")
 }
+
+// TestDefaultTextPlainNumbers: the default scenario writes sizes and rates
+// as plain decimals, never with an exponent, which "size MIN-MAX" could not
+// even read back when the exponent is negative (1e-05-2 has two dashes).
+func TestDefaultTextPlainNumbers(t *testing.T) {
+	p := Defaults
+	p.MinSize, p.MaxSize, p.Rate = 0.00001, 1e6, 1e7
+	txt, err := DefaultText(p)
+	require.NoError(t, err)
+	assert.NotContains(t, txt, "e+")
+	assert.NotContains(t, txt, "e-0")
+	assert.Contains(t, txt, "size 0.00001-1000000 seed")
+	assert.Contains(t, txt, "restore-rate 10000000 ")
+	_, err = Parse(txt)
+	assert.NoError(t, err)
+}
