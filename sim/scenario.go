@@ -653,11 +653,14 @@ restore-rate %-12s# MB/s of every member
 		return fmt.Sprintf("S%d-S%d", a, b)
 	}
 	// Two members leave: S3 (the document's S2 of three) and the last of
-	// the starting group but one.
-	leaving := "S3"
-	if l := start - 1; l != 3 {
-		leaving += fmt.Sprintf(" S%d", l)
+	// the starting group but one, or its last when that one is S1, the
+	// leader, which the Leader Transfer story needs, or S3 itself (four to
+	// seven members). Every member has joined by 2h, S3 included.
+	second := start - 1
+	if second == 1 || second == 3 {
+		second = start
 	}
+	leaving := fmt.Sprintf("S3 S%d", second)
 	fmt.Fprintf(&b, `
 # Scale Up
 members %s

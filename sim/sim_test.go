@@ -653,3 +653,26 @@ func TestDefaultTextPlainNumbers(t *testing.T) {
 	_, err = Parse(txt)
 	assert.NoError(t, err)
 }
+
+// TestDefaultScaleDown: at every group size the default scenario's Scale
+// Down has two members leave, two distinct ones, never the leader S1, whom
+// the Leader Transfer story crashes later.
+func TestDefaultScaleDown(t *testing.T) {
+	for _, n := range []int{4, 5, 6, 7, 8, 12, 13, 1000} {
+		p := Defaults
+		p.Members = n
+		sc := defaultScenario(t, p)
+		var leaving []string
+		for _, ev := range sc.Events {
+			if ev.Kind == Leave {
+				for _, m := range ev.Members {
+					leaving = append(leaving, m.ID)
+				}
+			}
+		}
+		if assert.Len(t, leaving, 2, "%d members: leaving %v", n, leaving) {
+			assert.NotEqual(t, leaving[0], leaving[1], "%d members", n)
+		}
+		assert.NotContains(t, leaving, "S1", "%d members: the leader leaves", n)
+	}
+}
