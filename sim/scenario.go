@@ -158,7 +158,11 @@ func Parse(src string) (*Scenario, error) {
 	rate := defaultRate
 	seen := map[string]definedID{} // task and member IDs, for duplicates and events
 	sc2 := bufio.NewScanner(strings.NewReader(src))
-	for n := 1; sc2.Scan(); n++ {
+	// A long line is legitimate (a member list written out), but the
+	// Scanner's default 64 KB limit would end the scan there silently.
+	sc2.Buffer(nil, maxLine+1)
+	n := 1
+	for ; sc2.Scan(); n++ {
 		line, _, _ := strings.Cut(sc2.Text(), "#")
 		f := strings.Fields(line)
 		if len(f) == 0 {
@@ -239,6 +243,10 @@ func Parse(src string) (*Scenario, error) {
 			return nil, err
 		}
 	}
+	if err := sc2.Err(); err != nil {
+		// bufio.ErrTooLong is the only error a string reader allows.
+		return nil, fmt.Errorf("sim: line %d: longer than %d bytes: %w", n, maxLine, ErrScenario)
+	}
 	switch {
 	case sc.Duration <= 0:
 		return nil, fmt.Errorf("sim: no duration: %w", ErrScenario)
@@ -252,6 +260,9 @@ func Parse(src string) (*Scenario, error) {
 	}
 	return sc, nil
 }
+
+// maxLine bounds a scenario line: a megabyte, tens of thousands of IDs.
+const maxLine = 1 << 20
 
 // MaxStandbys bounds the standbys setting: more copies than that is no
 // configuration anyone runs, and it keeps the placement loops small.

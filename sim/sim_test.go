@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -674,5 +675,21 @@ func TestDefaultScaleDown(t *testing.T) {
 			assert.NotEqual(t, leaving[0], leaving[1], "%d members", n)
 		}
 		assert.NotContains(t, leaving, "S1", "%d members: the leader leaves", n)
+	}
+}
+
+// TestParseLongLines: a line of up to a megabyte is read whole (the
+// Scanner's default stopped at 64 KB and ended the scenario there without
+// an error); a longer one is an error naming it.
+func TestParseLongLines(t *testing.T) {
+	head := "duration 1h\ntasks T1 size 1\n"
+	pad := strings.Repeat(" ", 100<<10) // 100 KB of blanks before the members
+	sc, err := Parse(head + pad + "members S1\nat 1m join S2\n")
+	require.NoError(t, err)
+	assert.Len(t, sc.Members, 1)
+	assert.Len(t, sc.Events, 1)
+	_, err = Parse(head + "members S1\n" + strings.Repeat(" ", 1<<20) + "at 1m join S2\n")
+	if assert.ErrorIs(t, err, ErrScenario) {
+		assert.Contains(t, err.Error(), "line 4: longer than 1048576 bytes")
 	}
 }
