@@ -157,6 +157,7 @@ func Parse(src string) (*Scenario, error) {
 	}
 	rate := defaultRate
 	seen := map[string]definedID{} // task and member IDs, for duplicates and events
+	durations := sc.durations()
 	sc2 := bufio.NewScanner(strings.NewReader(src))
 	// A long line is legitimate (a member list written out), but the
 	// Scanner's default 64 KB limit would end the scan there silently.
@@ -171,7 +172,7 @@ func Parse(src string) (*Scenario, error) {
 		fail := func(format string, args ...any) error {
 			return fmt.Errorf("sim: line %d: %s: %w", n, fmt.Sprintf(format, args...), ErrScenario)
 		}
-		setting := func(dst *time.Duration) error {
+		setting := func(ds durationSetting) error {
 			if len(f) != 2 {
 				return fail("%s takes one duration", f[0])
 			}
@@ -179,8 +180,8 @@ func Parse(src string) (*Scenario, error) {
 			if err != nil || d < 0 {
 				return fail("%s: bad duration %q", f[0], f[1])
 			}
-			*dst = d
-			return nil
+			*ds.d = d
+			return ds.check(n)
 		}
 		number := func(dst *int, lo, hi int) error {
 			if len(f) != 2 {
@@ -195,18 +196,6 @@ func Parse(src string) (*Scenario, error) {
 		}
 		var err error
 		switch f[0] {
-		case "duration":
-			err = setting(&sc.Duration)
-		case "pause":
-			err = setting(&sc.Pause)
-		case "session-timeout":
-			err = setting(&sc.SessionTimeout)
-		case "probing-interval":
-			err = setting(&sc.ProbingInterval)
-		case "leave-deadline":
-			err = setting(&sc.LeaveDeadline)
-		case "replay-lag":
-			err = setting(&sc.ReplayLag)
 		case "standbys":
 			err = number(&sc.Standbys, 0, MaxStandbys)
 		case "handover":
@@ -237,7 +226,11 @@ func Parse(src string) (*Scenario, error) {
 		case "at":
 			err = sc.parseEvent(f[1:], rate, seen, n, fail)
 		default:
-			err = fail("unknown directive %q", f[0])
+			if i := slices.IndexFunc(durations, func(ds durationSetting) bool { return ds.name == f[0] }); i >= 0 {
+				err = setting(durations[i])
+			} else {
+				err = fail("unknown directive %q", f[0])
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -272,10 +265,17 @@ const MaxStandbys = 8
 // setting as the scenario format and the command's flags spell it.
 type RangeError struct {
 	Name, Got, Want string
+	// Line is the scenario line that sets it; zero when it was set
+	// otherwise (a flag, a program) or the scenario left the default.
+	Line int
 }
 
 func (e *RangeError) Error() string {
-	return fmt.Sprintf("sim: %s %s: want %s: %v", e.Name, e.Got, e.Want, ErrScenario)
+	at := ""
+	if e.Line > 0 {
+		at = fmt.Sprintf("line %d: ", e.Line)
+	}
+	return fmt.Sprintf("sim: %s%s %s: want %s: %v", at, e.Name, e.Got, e.Want, ErrScenario)
 }
 
 // Unwrap returns ErrScenario.
@@ -288,10 +288,31 @@ const (
 	maxSetting  = time.Hour // pause, session timeout, replay lag
 )
 
-// durationIn checks lo <= d <= hi.
-func durationIn(name string, d, lo, hi time.Duration) error {
-	if d < lo || d > hi {
-		return &RangeError{Name: name, Got: d.String(), Want: fmt.Sprintf("%v to %v", lo, hi)}
+// durationSetting is one duration setting of a scenario and its bounds.
+type durationSetting struct {
+	name   string // as the scenario format and the command's flags spell it
+	d      *time.Duration
+	lo, hi time.Duration
+}
+
+// durations lists sc's duration settings, for Parse, which checks each on
+// its line, and Check, which checks them all.
+func (sc *Scenario) durations() []durationSetting {
+	return []durationSetting{
+		{"duration", &sc.Duration, time.Second, maxDuration},
+		{"pause", &sc.Pause, 0, maxSetting},
+		{"session-timeout", &sc.SessionTimeout, minSessionTimeout, maxSetting},
+		{"probing-interval", &sc.ProbingInterval, time.Second, maxDuration},
+		{"leave-deadline", &sc.LeaveDeadline, 0, maxDuration},
+		{"replay-lag", &sc.ReplayLag, 0, maxSetting},
+	}
+}
+
+// check reports a *RangeError unless lo <= d <= hi; line is the scenario
+// line that set it, or zero.
+func (ds durationSetting) check(line int) error {
+	if d := *ds.d; d < ds.lo || d > ds.hi {
+		return &RangeError{Name: ds.name, Got: d.String(), Want: fmt.Sprintf("%v to %v", ds.lo, ds.hi), Line: line}
 	}
 	return nil
 }
@@ -300,16 +321,9 @@ func durationIn(name string, d, lo, hi time.Duration) error {
 // the duration (naming its line: the simulation would never reach it).
 // Parse and Run call it; so does the command after applying its flags.
 func (sc *Scenario) Check() error {
-	for _, c := range []error{
-		durationIn("duration", sc.Duration, time.Second, maxDuration),
-		durationIn("pause", sc.Pause, 0, maxSetting),
-		durationIn("session-timeout", sc.SessionTimeout, minSessionTimeout, maxSetting),
-		durationIn("probing-interval", sc.ProbingInterval, time.Second, maxDuration),
-		durationIn("leave-deadline", sc.LeaveDeadline, 0, maxDuration),
-		durationIn("replay-lag", sc.ReplayLag, 0, maxSetting),
-	} {
-		if c != nil {
-			return c
+	for _, ds := range sc.durations() {
+		if err := ds.check(0); err != nil {
+			return err
 		}
 	}
 	switch {

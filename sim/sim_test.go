@@ -537,7 +537,9 @@ func TestParseErrors(t *testing.T) {
 		{"at 2h crash-leader\nduration 1h\ntasks T1 size 1\nmembers S1", "line 1: crash-leader event at 2h0m0s is after the duration 1h0m0s"},
 		{"duration 1h\nstandbys 9\ntasks T1 size 1\nmembers S1", "line 2: standbys: want 0 to 8"},
 		{"duration 1h\nhandover twice\ntasks T1 size 1\nmembers S1", `line 2: handover: want one-round, follow-up, withhold, follow-up-ready, got "twice"`},
-		{"duration 1h\npause 2h\ntasks T1 size 1\nmembers S1", "pause 2h0m0s: want 0s to 1h0m0s"},
+		{"duration 1h\npause 2h\ntasks T1 size 1\nmembers S1", "line 2: pause 2h0m0s: want 0s to 1h0m0s"},
+		{"tasks T1 size 1\nmembers S1\nduration 1001h", "line 3: duration 1001h0m0s: want 1s to 1000h0m0s"},
+		{"duration 1h\nsession-timeout 0s\ntasks T1 size 1\nmembers S1", "line 2: session-timeout 0s: want 1s to 1h0m0s"},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m restart S1 after 0s", `line 4: restart: after: want a positive duration, got "0s"`},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m leave S1 deadline soon", `line 4: leave: deadline: want a positive duration, got "soon"`},
 	} {
