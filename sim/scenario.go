@@ -318,7 +318,8 @@ func (ds durationSetting) check(line int) error {
 }
 
 // Check reports the first setting out of range, then the first event after
-// the duration (naming its line: the simulation would never reach it).
+// the duration (naming its line: the simulation would never reach it) or
+// with a leave deadline or restart delay out of range.
 // Parse and Run call it; so does the command after applying its flags.
 func (sc *Scenario) Check() error {
 	for _, ds := range sc.durations() {
@@ -338,6 +339,26 @@ func (sc *Scenario) Check() error {
 		if ev.At > sc.Duration {
 			return &LateEventError{Event: ev, Duration: sc.Duration}
 		}
+		if err := ev.checkDelay(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkDelay bounds a leave's deadline and a restart's time down like the
+// duration, so that the engine's time arithmetic on them cannot overflow
+// (an overflowed restart time came back at once).
+func (ev Event) checkDelay() error {
+	name, d := "", time.Duration(0)
+	switch ev.Kind {
+	case Leave:
+		name, d = "leave deadline", max(ev.Deadline, 0) // negative: none
+	case Restart:
+		name, d = "restart after", ev.After
+	}
+	if d < 0 || d > maxDuration {
+		return &RangeError{Name: name, Got: d.String(), Want: fmt.Sprintf("0s to %v", maxDuration), Line: ev.Line}
 	}
 	return nil
 }

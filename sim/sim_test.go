@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -541,6 +542,8 @@ func TestParseErrors(t *testing.T) {
 		{"tasks T1 size 1\nmembers S1\nduration 1001h", "line 3: duration 1001h0m0s: want 1s to 1000h0m0s"},
 		{"duration 1h\nsession-timeout 0s\ntasks T1 size 1\nmembers S1", "line 2: session-timeout 0s: want 1s to 1h0m0s"},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m restart S1 after 0s", `line 4: restart: after: want a positive duration, got "0s"`},
+		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m leave S1 deadline 1001h", "line 4: leave deadline 1001h0m0s: want 0s to 1000h0m0s"},
+		{"duration 1h\ntasks T1 size 1\nmembers S1\n\nat 1m restart S1 after 2000000h", "line 5: restart after 2000000h0m0s: want 0s to 1000h0m0s"},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m leave S1 deadline soon", `line 4: leave: deadline: want a positive duration, got "soon"`},
 	} {
 		_, err := Parse(tc.src)
@@ -693,5 +696,19 @@ func TestParseLongLines(t *testing.T) {
 	_, err = Parse(head + "members S1\n" + strings.Repeat(" ", 1<<20) + "at 1m join S2\n")
 	if assert.ErrorIs(t, err, ErrScenario) {
 		assert.Contains(t, err.Error(), "line 4: longer than 1048576 bytes")
+	}
+}
+
+// TestEventDelayBounds: Run refuses a restart delay that would overflow the
+// engine's clock (it used to bring the member back at once), naming the
+// event's line, for a scenario built without Parse too.
+func TestEventDelayBounds(t *testing.T) {
+	sc := parse(t, "duration 1h\ntasks T1 size 1\nmembers S1 S2\nat 1m restart S2")
+	sc.Events[0].After = math.MaxInt64 - time.Hour
+	_, err := Run(sc, StopTheWorld)
+	var re *RangeError
+	if assert.ErrorAs(t, err, &re) {
+		assert.Equal(t, 4, re.Line)
+		assert.Equal(t, "restart after", re.Name)
 	}
 }
