@@ -684,8 +684,14 @@ func (e *engine) schedule(m *member, t int) {
 		return
 	}
 	gen := s.gen
-	left := time.Duration(math.Ceil((e.size[t] - s.have) / m.rate * float64(time.Second)))
-	e.at(e.now+left, func() {
+	// In float: sizes and rates reach 10^12, and a restore's time in
+	// nanoseconds can exceed a Duration. One ending after the run never
+	// completes as far as the run can tell: it is not scheduled.
+	left := math.Ceil((e.size[t] - s.have) / m.rate * float64(time.Second))
+	if left > float64(e.sc.Duration-e.now) {
+		return
+	}
+	e.at(e.now+time.Duration(left), func() {
 		if s.gen != gen || m.slots[t] != s {
 			return
 		}

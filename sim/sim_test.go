@@ -712,3 +712,21 @@ func TestEventDelayBounds(t *testing.T) {
 		assert.Equal(t, "restart after", re.Name)
 	}
 }
+
+// TestRestoreBeyondTheRun: a restore that would end after the run is never
+// scheduled. Its time, 10^15 s, used to overflow the clock's conversion and
+// schedule the completion at once: S2 ran T2 from the end of the rebalance.
+func TestRestoreBeyondTheRun(t *testing.T) {
+	sc := parse(t, `
+duration 1h
+pause 1s
+tasks T1-T2 size 1000000000000
+members S1 rate 0.001
+at 1m join S2 rate 0.001
+`)
+	m := mustRun(t, sc, StopTheWorld).Metrics
+	assert.Equal(t, 1, m.Cold, "T2 moves to S2 cold")
+	// Both tasks are down for the rebalance's second; the one that
+	// moved stays down from 1m1s to the end, 58m59s.
+	assert.Equal(t, time.Second+59*time.Minute, m.Downtime)
+}
