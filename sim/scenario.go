@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/learnerassignor/learner"
 )
 
 // ErrScenario is wrapped by every error Parse returns.
@@ -570,8 +572,11 @@ func parseRate(s string) (float64, error) {
 }
 
 // expandIDs expands a range PREFIX<a>-PREFIX<b> (S1-S8) into its IDs; any
-// other word is one ID.
+// other word is one ID. Every ID is one the library accepts
+// (learner.ValidID), so that a scenario fails here, naming its line, rather
+// than in the middle of a run.
 func expandIDs(s string) ([]string, error) {
+	ids := []string{s}
 	lo, hi, ok := strings.Cut(s, "-")
 	if ok {
 		pl, a, okA := splitNumber(lo)
@@ -580,20 +585,18 @@ func expandIDs(s string) ([]string, error) {
 			if a > b || b-a >= 1<<20 {
 				return nil, fmt.Errorf("bad range %q", s)
 			}
-			ids := make([]string, 0, b-a+1)
+			ids = make([]string, 0, b-a+1)
 			for i := a; i <= b; i++ {
 				ids = append(ids, pl+strconv.Itoa(i))
 			}
-			return ids, nil
 		}
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c == '-' || c == '.') {
-			return nil, fmt.Errorf("malformed ID %q", s)
+	for _, id := range ids {
+		if !learner.ValidID(id) {
+			return nil, fmt.Errorf("malformed ID %q (want 1 to %d letters, digits, '_', '-', '.')", id, learner.MaxIDLen)
 		}
 	}
-	return []string{s}, nil
+	return ids, nil
 }
 
 // splitNumber splits "S12" into "S" and 12.
