@@ -148,7 +148,9 @@ const (
 //	at 3h30m restart S6 after 1m # down for 1m (default 30s), then back with its disk state
 //	at 4h crash-leader
 //
-// Events come in time order, within the duration.
+// Events come in time order, within the duration. A scenario has at most
+// 10,000 tasks, 2,000 members, 10,000 events and 100,000 IDs written
+// (ranges expanded), and lines of at most 1 MB.
 func Parse(src string) (*Scenario, error) {
 	sc := &Scenario{
 		Pause:           defaultPause,
@@ -158,7 +160,7 @@ func Parse(src string) (*Scenario, error) {
 		Handover:        DefaultHandover,
 	}
 	rate := defaultRate
-	seen := map[string]definedID{} // task and member IDs, for duplicates and events
+	seen := &idTable{defined: map[string]definedID{}}
 	durations := sc.durations()
 	sc2 := bufio.NewScanner(strings.NewReader(src))
 	// A long line is legitimate (a member list written out), but the
@@ -219,7 +221,7 @@ func Parse(src string) (*Scenario, error) {
 		case "tasks":
 			err = sc.parseTasks(f[1:], seen, n, fail)
 		case "stateless":
-			err = sc.parseStateless(f[1:], fail)
+			err = sc.parseStateless(f[1:], seen, fail)
 		case "members":
 			var ms []MemberSpec
 			if ms, err = parseMembers(f[1:], rate, seen, n, fail); err == nil {
@@ -380,11 +382,11 @@ func (e *LateEventError) Unwrap() error { return ErrScenario }
 
 const maxWarmups = 1000
 
-func (sc *Scenario) parseTasks(f []string, seen map[string]definedID, n int, fail func(string, ...any) error) error {
+func (sc *Scenario) parseTasks(f []string, seen *idTable, n int, fail func(string, ...any) error) error {
 	i := 0
 	var ids []string
 	for ; i < len(f) && f[i] != "size" && f[i] != "stateless"; i++ {
-		more, err := expandIDs(f[i])
+		more, err := seen.expand(f[i])
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -428,10 +430,9 @@ func (sc *Scenario) parseTasks(f []string, seen map[string]definedID, n int, fai
 		return fail("tasks: want IDs then 'stateless', 'size MB' or 'size MIN-MAX seed N'")
 	}
 	for j, id := range ids {
-		if d, dup := seen[id]; dup {
-			return fail("ID %q already defined on line %d", id, d.line)
+		if err := seen.define(id, n, false); err != nil {
+			return fail("%v", err)
 		}
-		seen[id] = definedID{line: n}
 		sc.Tasks = append(sc.Tasks, TaskSpec{ID: id, Size: sizes[j]})
 	}
 	return nil
@@ -439,12 +440,12 @@ func (sc *Scenario) parseTasks(f []string, seen map[string]definedID, n int, fai
 
 // parseStateless marks tasks defined before as stateless, like the
 // notation's "stateless:" line.
-func (sc *Scenario) parseStateless(f []string, fail func(string, ...any) error) error {
+func (sc *Scenario) parseStateless(f []string, seen *idTable, fail func(string, ...any) error) error {
 	if len(f) == 0 {
 		return fail("stateless: no task IDs")
 	}
 	for _, s := range f {
-		ids, err := expandIDs(s)
+		ids, err := seen.expand(s)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -465,8 +466,43 @@ type definedID struct {
 	member bool
 }
 
+// Bounds of a scenario: far above any group the simulator models (Kafka
+// Streams groups are tens of members), low enough that a scenario cannot
+// exhaust memory or run for days.
+const (
+	maxTasks   = 10000
+	maxMembers = 2000 // at time zero and joining
+	maxEvents  = 10000
+	maxIDs     = 100000 // written, ranges expanded: tasks, members, events
+)
+
+// idTable is what Parse knows of IDs: where each task and member was
+// defined, and how many IDs the scenario has written so far.
+type idTable struct {
+	defined        map[string]definedID
+	tasks, members int
+	written        int
+}
+
+// define records a new task or member ID defined on line.
+func (seen *idTable) define(id string, line int, member bool) error {
+	if d, dup := seen.defined[id]; dup {
+		return fmt.Errorf("ID %q already defined on line %d", id, d.line)
+	}
+	count, limit, what := &seen.tasks, maxTasks, "tasks"
+	if member {
+		count, limit, what = &seen.members, maxMembers, "members"
+	}
+	if *count == limit {
+		return fmt.Errorf("more than %d %s", limit, what)
+	}
+	*count++
+	seen.defined[id] = definedID{line: line, member: member}
+	return nil
+}
+
 // parseMembers reads "IDs [rate R]" and records the new IDs in seen.
-func parseMembers(f []string, rate float64, seen map[string]definedID, n int, fail func(string, ...any) error) ([]MemberSpec, error) {
+func parseMembers(f []string, rate float64, seen *idTable, n int, fail func(string, ...any) error) ([]MemberSpec, error) {
 	if len(f) >= 2 && f[len(f)-2] == "rate" {
 		r, err := parseRate(f[len(f)-1])
 		if err != nil {
@@ -476,15 +512,14 @@ func parseMembers(f []string, rate float64, seen map[string]definedID, n int, fa
 	}
 	var ms []MemberSpec
 	for _, s := range f {
-		ids, err := expandIDs(s)
+		ids, err := seen.expand(s)
 		if err != nil {
 			return nil, fail("%v", err)
 		}
 		for _, id := range ids {
-			if d, dup := seen[id]; dup {
-				return nil, fail("ID %q already defined on line %d", id, d.line)
+			if err := seen.define(id, n, true); err != nil {
+				return nil, fail("%v", err)
 			}
-			seen[id] = definedID{line: n, member: true}
 			ms = append(ms, MemberSpec{ID: id, Rate: rate})
 		}
 	}
@@ -494,9 +529,12 @@ func parseMembers(f []string, rate float64, seen map[string]definedID, n int, fa
 	return ms, nil
 }
 
-func (sc *Scenario) parseEvent(f []string, rate float64, seen map[string]definedID, n int, fail func(string, ...any) error) error {
+func (sc *Scenario) parseEvent(f []string, rate float64, seen *idTable, n int, fail func(string, ...any) error) error {
 	if len(f) < 2 {
 		return fail("want 'at DURATION join|leave|crash IDs' or 'at DURATION crash-leader'")
+	}
+	if len(sc.Events) == maxEvents {
+		return fail("more than %d events", maxEvents)
 	}
 	at, err := time.ParseDuration(f[0])
 	if err != nil || at < 0 {
@@ -534,12 +572,12 @@ func (sc *Scenario) parseEvent(f []string, rate float64, seen map[string]defined
 			e.After = defaultRestartAfter
 		}
 		for _, s := range ids {
-			ids, err := expandIDs(s)
+			ids, err := seen.expand(s)
 			if err != nil {
 				return fail("%v", err)
 			}
 			for _, id := range ids {
-				switch d, ok := seen[id]; {
+				switch d, ok := seen.defined[id]; {
 				case !ok:
 					return fail("%s: unknown member %q", f[1], id)
 				case !d.member:
@@ -571,24 +609,32 @@ func parseRate(s string) (float64, error) {
 	return r, nil
 }
 
-// expandIDs expands a range PREFIX<a>-PREFIX<b> (S1-S8) into its IDs; any
+// expand expands a range PREFIX<a>-PREFIX<b> (S1-S8) into its IDs; any
 // other word is one ID. Every ID is one the library accepts
 // (learner.ValidID), so that a scenario fails here, naming its line, rather
-// than in the middle of a run.
-func expandIDs(s string) ([]string, error) {
-	ids := []string{s}
+// than in the middle of a run. It counts the IDs against maxIDs before
+// expanding a range, so a huge one fails without its memory.
+func (seen *idTable) expand(s string) ([]string, error) {
+	prefix, a, b := s, 0, 0 // s alone, unless it is a range
 	lo, hi, ok := strings.Cut(s, "-")
 	if ok {
-		pl, a, okA := splitNumber(lo)
-		ph, b, okB := splitNumber(hi)
+		pl, from, okA := splitNumber(lo)
+		ph, to, okB := splitNumber(hi)
 		if okA && okB && pl == ph && pl != "" {
-			if a > b || b-a >= 1<<20 {
+			if from > to {
 				return nil, fmt.Errorf("bad range %q", s)
 			}
-			ids = make([]string, 0, b-a+1)
-			for i := a; i <= b; i++ {
-				ids = append(ids, pl+strconv.Itoa(i))
-			}
+			prefix, a, b = pl, from, to
+		}
+	}
+	if b-a >= maxIDs-seen.written {
+		return nil, fmt.Errorf("more than %d IDs", maxIDs)
+	}
+	ids := []string{s}
+	if prefix != s {
+		ids = make([]string, 0, b-a+1)
+		for i := a; i <= b; i++ {
+			ids = append(ids, prefix+strconv.Itoa(i))
 		}
 	}
 	for _, id := range ids {
@@ -596,6 +642,7 @@ func expandIDs(s string) ([]string, error) {
 			return nil, fmt.Errorf("malformed ID %q (want 1 to %d letters, digits, '_', '-', '.')", id, learner.MaxIDLen)
 		}
 	}
+	seen.written += len(ids)
 	return ids, nil
 }
 

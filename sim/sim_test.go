@@ -733,3 +733,31 @@ at 1m join S2 rate 0.001
 	// moved stays down from 1m1s to the end, 58m59s.
 	assert.Equal(t, time.Second+59*time.Minute, m.Downtime)
 }
+
+// TestParseLimits: a scenario has at most 10,000 tasks, 2,000 members (at
+// time zero and joining), 10,000 events and 100,000 IDs written (ranges
+// expanded); beyond, Parse names the line, before expanding a huge range.
+func TestParseLimits(t *testing.T) {
+	head := "duration 1h\ntasks T1 size 1\nmembers S1\n"
+	events := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString("at 1m crash-leader\n")
+		}
+		return b.String()
+	}
+	_, err := Parse("duration 1h\ntasks T1-T10000 size 1\nmembers S1-S1999\nat 1m join S2000\n" + events(10000-2) + "at 1m leave S1-S2\n")
+	require.NoError(t, err, "at the limits")
+	for _, tc := range []struct{ src, want string }{
+		{"duration 1h\ntasks T1-T9999 size 1\ntasks T0 X1-X2 size 1\nmembers S1", "line 3: more than 10000 tasks"},
+		{"duration 1h\ntasks T1 size 1\nmembers S1-S1999\nat 1m join S2000-S2001", "line 4: more than 2000 members"},
+		{head + events(10000) + "at 1m crash-leader\n", "line 10004: more than 10000 events"},
+		{head + "at 1m leave S1-S99999999", "line 4: more than 100000 IDs"},
+		{head + strings.Repeat("at 1m leave S1 S1 S1 S1 S1 S1 S1 S1 S1 S1\n", 9999) + "at 1m leave S1 S1 S1 S1 S1 S1 S1 S1 S1 S1 S1\n", "line 10003: more than 100000 IDs"},
+	} {
+		_, err := Parse(tc.src)
+		if assert.ErrorIs(t, err, ErrScenario, "Parse(%.60q...)", tc.src) {
+			assert.Contains(t, err.Error(), tc.want, "Parse(%.60q...)", tc.src)
+		}
+	}
+}
