@@ -29,6 +29,9 @@ type coordStrategy struct {
 	c       *coordinator.Coordinator
 	cms     map[*member]*cmember
 	started bool
+	// taken is every ID in use in the protocol: the scenario's members'
+	// and the incarnations given so far.
+	taken map[string]bool
 }
 
 // cmember is one member's protocol state and its heartbeat schedule.
@@ -40,7 +43,17 @@ type cmember struct {
 }
 
 func newCoordStrategy(e *engine, _ Strategy) (strategy, error) {
-	s := &coordStrategy{e: e, tasks: e.tasks, cms: map[*member]*cmember{}}
+	s := &coordStrategy{e: e, tasks: e.tasks, cms: map[*member]*cmember{}, taken: map[string]bool{}}
+	for _, ms := range e.sc.Members {
+		s.taken[ms.ID] = true
+	}
+	for _, ev := range e.sc.Events {
+		if ev.Kind == Join {
+			for _, ms := range ev.Members {
+				s.taken[ms.ID] = true
+			}
+		}
+	}
 	s.cfg = coordinator.Config{
 		Options:           learner.Options{Standbys: e.sc.Standbys},
 		SessionTimeout:    e.sc.SessionTimeout,
@@ -104,18 +117,21 @@ func (s *coordStrategy) startTicks() {
 }
 
 // incarnation is m's ID in the protocol: a restarted member is a new
-// incarnation, so it joins under a new ID (S5, then S5.2).
+// incarnation, so it joins under a new ID (S5, then S5.2), one no member of
+// the scenario has (the coordinator would fence the later of two) and
+// valid (a long ID is cut to make room for the suffix).
 func (s *coordStrategy) incarnation(m *member) string {
-	n := 0
-	for _, o := range s.e.members[:m.idx+1] {
-		if o.id == m.id {
-			n++
+	if !slices.ContainsFunc(s.e.members[:m.idx], func(o *member) bool { return o.id == m.id }) {
+		return m.id // its first incarnation: the scenario's ID
+	}
+	for n := 2; ; n++ {
+		suffix := fmt.Sprintf(".%d", n)
+		id := m.id[:min(len(m.id), learner.MaxIDLen-len(suffix))] + suffix
+		if !s.taken[id] {
+			s.taken[id] = true
+			return id
 		}
 	}
-	if n == 1 {
-		return m.id
-	}
-	return fmt.Sprintf("%s.%d", m.id, n)
 }
 
 // joined sets up a member that joins; a restarted one replaces its

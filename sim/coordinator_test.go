@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/learnerassignor/learner"
 )
 
 // TestCoordinatorOneJoin checks the hand-over wait and the message count on
@@ -44,4 +47,24 @@ func TestCoordinatorBeatsTheBarrier(t *testing.T) {
 	assert.Zero(t, c.DowntimeBy[CauseJoin], "coordinator: join pauses")
 	assert.Zero(t, c.Rebalances, "coordinator: rebalances")
 	assert.Less(t, c.Downtime, s.Downtime, "coordinator downtime, want less than learner (stable)'s")
+}
+
+// TestCoordinatorRestartIDs: a restarted member joins the coordinator under
+// a new incarnation ID that is valid and used by no member of the scenario
+// (S5.2 is one here, so S5's second incarnation cannot take it), also when
+// the member's own ID is as long as an ID may be.
+func TestCoordinatorRestartIDs(t *testing.T) {
+	long := strings.Repeat("L", learner.MaxIDLen)
+	sc := parse(t, `
+duration 10m
+tasks T1-T6 size 10
+members S5 S5.2 S5.3x `+long+`
+at 1m restart S5 after 5s
+at 2m restart `+long+` after 5s
+at 3m restart S5 after 5s
+at 4m join S5.3
+`)
+	// The coordinator refuses a malformed ID and fences a second
+	// incarnation under an ID in use: the run fails on either.
+	mustRun(t, sc, Coordinator)
 }
