@@ -105,6 +105,32 @@ type engine struct {
 	res     Result
 	lastT   time.Duration // metrics are integrated up to here
 	episode time.Duration // how long the group has been unbalanced
+
+	// dirty is whether anything record reads (a slot's presence, role,
+	// stopped or done; a member's presence in the process or the group, or
+	// its leaving; a task's cause; the rebalance under way) changed since
+	// record last ran: only then does it scan the group, members x tasks
+	// slots. Most events change none of it (the coordinator strategy's
+	// ticks and heartbeats, hundreds of thousands in a run).
+	dirty bool
+	// rate is what the integrated metrics gain per unit of time in the
+	// state record last saw, which holds until something is dirty.
+	rate rates
+}
+
+// recordAlways makes the engine record after every event, dirty or not: a
+// test runs scenarios both ways to show that the dirty marks miss no change.
+var recordAlways = false
+
+// rates counts, in one state of the group, what each integrated metric
+// gains per unit of time.
+type rates struct {
+	members      int // live members of the group
+	processed    int // slots processing their task
+	duplicate    int // learners and warm-ups of a task processed elsewhere
+	down         [numCauses]int
+	statefulDown int
+	balanced     bool
 }
 
 // at schedules f at time t (not before now).
@@ -144,7 +170,9 @@ func run(sc *Scenario, s Strategy) (*Result, error) {
 		e.integrate(ev.at)
 		e.now = ev.at
 		ev.run()
-		e.record()
+		if e.dirty || recordAlways {
+			e.record()
+		}
 	}
 	if e.err != nil {
 		return nil, e.err
@@ -209,6 +237,7 @@ func b2i(b bool) int {
 }
 
 func (e *engine) addMember(ms MemberSpec) *member {
+	e.dirty = true
 	m := &member{idx: len(e.members), id: ms.ID, rate: ms.Rate, alive: true, inGroup: true, slots: make([]*slot, len(e.tasks))}
 	e.members = append(e.members, m)
 	e.res.Timeline.Members = append(e.res.Timeline.Members, MemberTimeline{ID: m.id, Joined: e.now, Gone: -1})
@@ -269,7 +298,7 @@ func (e *engine) script(ev Event) {
 		}
 		for _, ms := range ev.Members {
 			if m := e.byID(ms.ID); m != nil && m.alive && !m.leaving {
-				m.leaving = true
+				m.leaving, e.dirty = true, true
 				e.strat.leave(m, deadline)
 			}
 		}
@@ -304,14 +333,14 @@ func (e *engine) crash(m *member) []*slot {
 		e.settle(m, t)
 		onDisk[t] = &slot{role: disk, have: s.have, done: s.done}
 		if s.role == active {
-			e.cause[t] = CauseCrash
+			e.cause[t], e.dirty = CauseCrash, true
 		}
 	}
 	m.crashed, m.expires = true, e.now+e.sc.SessionTimeout
 	e.kill(m)
 	e.at(m.expires, func() {
 		if m.inGroup { // no rebalance has dropped it yet
-			m.inGroup = false
+			m.inGroup, e.dirty = false, true
 			e.requestRebalance(m.id + "'s session timed out")
 		}
 	})
@@ -334,7 +363,7 @@ func (e *engine) restart(old *member, onDisk []*slot) {
 
 // kill stops a member's process; its local state is lost with it.
 func (e *engine) kill(m *member) {
-	m.alive = false
+	m.alive, e.dirty = false, true
 	e.res.Timeline.Members[m.idx].Gone = e.now
 	for t, s := range m.slots {
 		if s != nil {
@@ -351,7 +380,7 @@ func (e *engine) depart(m *member, why string) {
 		return
 	}
 	e.kill(m)
-	m.inGroup = false
+	m.inGroup, e.dirty = false, true
 	e.requestRebalance(m.id + " " + why)
 }
 
@@ -402,7 +431,7 @@ func (e *engine) startRebalance(reasons []string) {
 	joined := e.now // when the join phase completes
 	for _, m := range e.members {
 		if m.inGroup && !m.alive {
-			m.inGroup = false // it cannot join: the round completes without it
+			m.inGroup, e.dirty = false, true // it cannot join: the round completes without it
 			joined = max(joined, m.expires)
 		}
 		if m.inGroup {
@@ -412,7 +441,7 @@ func (e *engine) startRebalance(reasons []string) {
 	if len(group) == 0 {
 		return // nobody to rebalance: the group waits for a member to join
 	}
-	e.rebalancing = true
+	e.rebalancing, e.dirty = true, true
 	e.res.Metrics.Rebalances++
 	e.res.Metrics.Messages += 2 * len(group) // JoinGroup and SyncGroup
 	r := Round{Start: e.now, Reasons: reasons}
@@ -458,7 +487,7 @@ func (e *engine) finishRebalance(r Round, group []*member, leader *member) {
 		}
 		e.strat.settled(r)
 	}
-	e.rebalancing = false
+	e.rebalancing, e.dirty = false, true
 	e.scheduleStart()
 }
 
@@ -467,51 +496,72 @@ func (e *engine) finishRebalance(r Round, group []*member, leader *member) {
 // rest (state left on disk included: the model has no cleanup delay).
 func (e *engine) setRoles(m *member, a learner.Assignment) {
 	act, lrn, sby := e.taskSet(a.Assigned), e.taskSet(a.Learning), e.taskSet(a.Standby)
-	_, free := e.strat.(rebalanceFree)
 	for t := range e.tasks {
-		s := m.slots[t]
-		if was := s != nil && s.role == active; was != act[t] {
-			if free {
-				// Without rebalances a move begins and ends with one
-				// member's own change.
-				e.noteCopies(t)
-			}
-			if was && !e.activeElsewhere(t, m) {
-				e.moving[t] = true // m gives it up: its move begins
-			}
-		}
-		if !act[t] && !lrn[t] && !sby[t] {
-			if s != nil {
-				s.gen++
-				m.slots[t] = nil
-			}
-			continue
-		}
-		if s == nil {
-			s = &slot{done: e.size[t] == 0, since: e.now}
-			m.slots[t] = s
-		}
-		e.settle(m, t)
-		was := s.role
-		switch {
-		case act[t]:
-			s.role, s.stopped = active, false
-			if was != active {
-				e.takeOver(m, t, s, was)
-			}
-		case lrn[t]:
-			if was != learning && s.done {
-				s.caught = e.now // a standby turned learner is caught up from now on
-			}
-			s.role, s.stopped = learning, false
-		default:
-			s.role, s.stopped = standby, false
-		}
-		if s.done && s.role != active && was != learning && was != standby {
-			s.replays = e.now
-		}
-		e.schedule(m, t)
+		before := m.slots[t].view()
+		e.setRole(m, t, act[t], lrn[t], sby[t])
+		e.dirty = e.dirty || m.slots[t].view() != before
 	}
+}
+
+// setRole gives member m task t active, learning, standby or, with none of
+// them, drops its local state.
+func (e *engine) setRole(m *member, t int, act, lrn, sby bool) {
+	s := m.slots[t]
+	if was := s != nil && s.role == active; was != act {
+		if _, free := e.strat.(rebalanceFree); free {
+			// Without rebalances a move begins and ends with one
+			// member's own change.
+			e.noteCopies(t)
+		}
+		if was && !e.activeElsewhere(t, m) {
+			e.moving[t] = true // m gives it up: its move begins
+		}
+	}
+	if !act && !lrn && !sby {
+		if s != nil {
+			s.gen++
+			m.slots[t] = nil
+		}
+		return
+	}
+	if s == nil {
+		s = &slot{done: e.size[t] == 0, since: e.now}
+		m.slots[t] = s
+	}
+	e.settle(m, t)
+	was := s.role
+	switch {
+	case act:
+		s.role, s.stopped = active, false
+		if was != active {
+			e.takeOver(m, t, s, was)
+		}
+	case lrn:
+		if was != learning && s.done {
+			s.caught = e.now // a standby turned learner is caught up from now on
+		}
+		s.role, s.stopped = learning, false
+	default:
+		s.role, s.stopped = standby, false
+	}
+	if s.done && s.role != active && was != learning && was != standby {
+		s.replays = e.now
+	}
+	e.schedule(m, t)
+}
+
+// slotView is what record reads of a slot.
+type slotView struct {
+	held          bool
+	role          role
+	stopped, done bool
+}
+
+func (s *slot) view() slotView {
+	if s == nil {
+		return slotView{}
+	}
+	return slotView{true, s.role, s.stopped, s.done}
 }
 
 // takeOver makes m the active owner of t, whose local state on m is s:
@@ -625,7 +675,9 @@ func (e *engine) activeElsewhere(t int, m *member) bool {
 // recorded: a crash outweighs a cold move, which outweighs a promotion,
 // which outweighs a join pause.
 func (e *engine) setCause(t int, c Cause) {
-	e.cause[t] = max(e.cause[t], c)
+	if c > e.cause[t] {
+		e.cause[t], e.dirty = c, true
+	}
 }
 
 // stop stops an active task of m, keeping its state (revoked at join); why
@@ -636,7 +688,7 @@ func (e *engine) stop(m *member, t int, why Cause) {
 		if !s.stopped && s.done {
 			e.setCause(t, why)
 		}
-		s.stopped = true
+		s.stopped, e.dirty = true, true
 		e.schedule(m, t)
 	}
 }
@@ -696,6 +748,7 @@ func (e *engine) schedule(m *member, t int) {
 			return
 		}
 		s.have, s.done, s.since, s.caught, s.replays = e.size[t], true, e.now, e.now, e.now
+		e.dirty = true
 		if s.role == learning {
 			e.strat.restored(m, t)
 		}
@@ -703,46 +756,25 @@ func (e *engine) schedule(m *member, t int) {
 }
 
 // integrate adds the metrics of the interval [lastT, to), during which the
-// state is constant: nothing changes between events.
-//
-// It scans every member's slots, as record does: O(members x tasks) per
-// event. Scenarios have hundreds of events and at most a few thousand tasks,
-// so this stays far below a second and keeps the metrics obviously right;
-// incremental counters would be faster and easier to get wrong.
+// state is constant: nothing changes between events, so each metric gains
+// its rate, as record last counted it, times the interval.
 func (e *engine) integrate(to time.Duration) {
 	dt := to - e.lastT
 	if dt <= 0 {
 		return
 	}
 	e.lastT = to
-	mt := &e.res.Metrics
-	procs := e.processing()
-	for _, m := range e.members {
-		if m.alive && m.inGroup {
-			mt.MemberTime += dt
-		}
-		for t, s := range m.slots {
-			if s == nil || !m.alive {
-				continue
-			}
-			if s.role == active && !s.stopped && s.done {
-				mt.Processed += dt
-			}
-			if s.role == learning && procs[t] > 0 {
-				mt.Duplicate += dt
-			}
-		}
+	mt, r := &e.res.Metrics, &e.rate
+	times := func(n int) time.Duration { return time.Duration(n) * dt }
+	mt.MemberTime += times(r.members)
+	mt.Processed += times(r.processed)
+	mt.Duplicate += times(r.duplicate)
+	for c, n := range r.down {
+		mt.Downtime += times(n)
+		mt.DowntimeBy[c] += times(n)
 	}
-	for t, p := range procs {
-		if p == 0 {
-			mt.Downtime += dt
-			mt.DowntimeBy[e.cause[t]] += dt
-			if e.size[t] > 0 {
-				mt.StatefulDown += dt
-			}
-		}
-	}
-	if e.balanced(procs) {
+	mt.StatefulDown += times(r.statefulDown)
+	if r.balanced {
 		e.episode = 0
 	} else {
 		mt.Unbalanced += dt
@@ -796,12 +828,17 @@ func (e *engine) balanced(procs []int) bool {
 	return hi-lo <= 1
 }
 
-// record classifies the tasks down now by cause, updates the peaks and
-// appends changed member states to the timeline.
+// record classifies the tasks down now by cause, updates the peaks, appends
+// changed member states to the timeline and counts the rates integrate
+// adds until the next change. The engine runs it after an event that left
+// something dirty: an event that changed nothing would find what it found
+// last.
 func (e *engine) record() {
+	e.dirty = false
 	tl := &e.res.Timeline
-	var down [numCauses]int
-	for t, p := range e.processing() {
+	procs := e.processing()
+	r := rates{balanced: e.balanced(procs)}
+	for t, p := range procs {
 		if p > 0 {
 			e.cause[t], e.idleSince[t] = 0, -1
 			continue
@@ -814,20 +851,29 @@ func (e *engine) record() {
 			// end of a rebalance will assign it), or it restores.
 			e.cause[t] = CauseJoin
 		}
-		down[e.cause[t]]++
+		r.down[e.cause[t]]++
+		if e.size[t] > 0 {
+			r.statefulDown++
+		}
 	}
-	if k := len(tl.Down); k == 0 || tl.Down[k-1].N != down {
-		tl.Down = append(tl.Down, Count{At: e.now, N: down})
+	if k := len(tl.Down); k == 0 || tl.Down[k-1].N != r.down {
+		tl.Down = append(tl.Down, Count{At: e.now, N: r.down})
 	}
 	mt := &e.res.Metrics
 	for _, m := range e.members {
+		if m.alive && m.inGroup {
+			r.members++
+		}
 		var st MemberState
 		st.At = e.now
-		for _, s := range m.slots {
+		for t, s := range m.slots {
 			switch {
 			case s == nil || !m.alive || s.role == disk:
 			case s.role == learning:
 				st.Learning++
+				if procs[t] > 0 {
+					r.duplicate++
+				}
 			case s.role == standby:
 				st.Standby++
 			case s.stopped || !s.done:
@@ -836,6 +882,7 @@ func (e *engine) record() {
 				st.Active++
 			}
 		}
+		r.processed += st.Active
 		mt.PeakActive = max(mt.PeakActive, st.Active+st.Down)
 		mt.PeakBusy = max(mt.PeakBusy, st.Active+st.Down+st.Learning+st.Standby)
 		mtl := &tl.Members[m.idx]
@@ -848,4 +895,5 @@ func (e *engine) record() {
 			mtl.States = append(mtl.States, st)
 		}
 	}
+	e.rate = r
 }

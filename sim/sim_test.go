@@ -761,3 +761,37 @@ func TestParseLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordOnlyWhenDirty: recording after the events that marked the state
+// dirty gives the results of recording after every event, on the test
+// scenarios and a few of the suite's, under every strategy: no change
+// escapes the dirty marks.
+func TestRecordOnlyWhenDirty(t *testing.T) {
+	all := scenarios(t)
+	for i := range 12 {
+		all[fmt.Sprintf("suite %d", i)] = parse(t, SuiteText(5, i))
+	}
+	all["restart and leave with a deadline"] = parse(t, `
+duration 30m
+pause 1s
+leave-deadline 20s
+standbys 1
+replay-lag 2s
+tasks T1-T12 size 50-800 seed 3
+members S1-S4 rate 20
+at 1m join S5 rate 5
+at 2m restart S2 after 10s
+at 3m leave S3
+at 4m crash S4
+`)
+	defer func() { recordAlways = false }()
+	for name, sc := range all {
+		for _, s := range Strategies() {
+			recordAlways = false
+			got := mustRun(t, sc, s)
+			recordAlways = true
+			want := mustRun(t, sc, s)
+			assert.Equal(t, want, got, "%s, %v", name, s)
+		}
+	}
+}
