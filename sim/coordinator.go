@@ -40,6 +40,7 @@ type cmember struct {
 	gen      uint64 // bumped to cancel a scheduled heartbeat
 	inFlight bool   // a heartbeat awaits its response
 	again    bool   // heartbeat again as soon as the response is in
+	lagged   []bool // per task: its lag is reported to m
 }
 
 func newCoordStrategy(e *engine, _ Strategy) (strategy, error) {
@@ -86,7 +87,7 @@ func (s *coordStrategy) wall() time.Time { return epoch.Add(s.e.now) }
 // when the coordinator's recovery window (opened a session timeout earlier)
 // closes.
 func (s *coordStrategy) initial(m *member, a learner.Assignment) {
-	cm := &cmember{m: coordinator.NewMember(s.incarnation(m))}
+	cm := &cmember{m: coordinator.NewMember(s.incarnation(m)), lagged: make([]bool, len(s.tasks))}
 	s.cms[m] = cm
 	if _, err := cm.m.Apply(coordinator.Response{MemberID: cm.m.ID(), Epoch: 1, Active: a.Assigned, Standby: a.Standby}); err != nil {
 		s.e.fail("%v", err)
@@ -137,7 +138,7 @@ func (s *coordStrategy) incarnation(m *member) string {
 // joined sets up a member that joins; a restarted one replaces its
 // previous incarnation at once and reports the state it finds on disk.
 func (s *coordStrategy) joined(m *member) {
-	cm := &cmember{m: coordinator.NewMember(s.incarnation(m))}
+	cm := &cmember{m: coordinator.NewMember(s.incarnation(m)), lagged: make([]bool, len(s.tasks))}
 	for _, o := range slices.Backward(s.e.members[:m.idx]) {
 		if o.id == m.id {
 			cm.m = coordinator.RestartOf(cm.m.ID(), s.cms[o].m.ID())
@@ -201,11 +202,16 @@ func (s *coordStrategy) beat(m *member) {
 	}
 	cm := s.cms[m]
 	for t, sl := range m.slots {
-		lag := int64(-1)
-		if sl != nil && sl.role != active {
-			lag = s.e.lag(m, t)
+		switch {
+		case sl != nil && sl.role != active:
+			cm.m.SetLag(s.e.tasks[t].ID, s.e.lag(m, t))
+			cm.lagged[t] = true
+		case cm.lagged[t]:
+			// Forgetting only what was reported: forgetting every
+			// other task at every heartbeat was a third of a run.
+			cm.m.SetLag(s.e.tasks[t].ID, -1)
+			cm.lagged[t] = false
 		}
-		cm.m.SetLag(s.e.tasks[t].ID, lag)
 	}
 	s.e.res.Metrics.Messages++
 	s.c.Tick(s.wall())
