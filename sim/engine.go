@@ -374,10 +374,19 @@ func (e *engine) kill(m *member) {
 }
 
 // depart is a graceful exit: the member stops and leaves the group at once,
-// which starts a rebalance.
+// which starts a rebalance. A task it runs that another member has a
+// caught-up replica of is a hand-over to that replica, a promotion, under
+// every strategy: the classic ones' leaving members hand over this way,
+// the learner strategies' at their leave deadline (before it, they revoke
+// at a join, as promotions too).
 func (e *engine) depart(m *member, why string) {
 	if !m.alive {
 		return
+	}
+	for t, s := range m.slots {
+		if s != nil && s.role == active && e.caughtUp(t, learning, standby) {
+			e.setCause(t, CausePromotion)
+		}
 	}
 	e.kill(m)
 	m.inGroup, e.dirty = false, true
@@ -693,11 +702,12 @@ func (e *engine) stop(m *member, t int, why Cause) {
 	}
 }
 
-// learnerReady reports whether some live member has a caught-up learner or
-// warm-up of t: a task stopped for it waits for a promotion.
-func (e *engine) learnerReady(t int) bool {
+// caughtUp reports whether some live member has a caught-up copy of t in
+// one of the roles: a task stopped for a caught-up learner or warm-up (or,
+// when its owner leaves, standby) waits for a promotion.
+func (e *engine) caughtUp(t int, roles ...role) bool {
 	for _, m := range e.members {
-		if s := m.slots[t]; m.alive && s != nil && s.role == learning && s.done {
+		if s := m.slots[t]; m.alive && s != nil && s.done && slices.Contains(roles, s.role) {
 			return true
 		}
 	}

@@ -795,3 +795,29 @@ at 4m crash S4
 		}
 	}
 }
+
+// TestLeaveHandsOverToStandby: a leaving member's tasks, handed to their
+// caught-up standbys, are promotions under every strategy (the classic
+// strategies counted them as join pauses): S3 leaves with two tasks, each
+// down for the 2s rebalance that moves it; stop-the-world also stops the
+// other four at the join, pauses of 2s each.
+func TestLeaveHandsOverToStandby(t *testing.T) {
+	sc := parse(t, `
+duration 10m
+pause 2s
+standbys 1
+tasks T1-T6 size 100
+members S1-S3 rate 10
+at 1m leave S3
+`)
+	for _, s := range []Strategy{StopTheWorld, Cooperative, WarmUp, LearnerStable, LearnerEager} {
+		m := mustRun(t, sc, s).Metrics
+		assert.Zero(t, m.Cold, "%v: cold hand-overs", s)
+		assert.Equal(t, 4*time.Second, m.DowntimeBy[CausePromotion], "%v: promotions", s)
+		pauses := time.Duration(0)
+		if s == StopTheWorld {
+			pauses = 8 * time.Second
+		}
+		assert.Equal(t, pauses, m.DowntimeBy[CauseJoin], "%v: join pauses", s)
+	}
+}

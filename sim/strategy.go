@@ -192,7 +192,7 @@ func (s *learnerStrategy) join(m *member) learner.MemberMetadata {
 	for _, id := range md.Revoked {
 		t := s.e.index[id]
 		why := CauseJoin
-		if s.e.learnerReady(t) {
+		if s.e.caughtUp(t, learning) {
 			why = CausePromotion
 		}
 		s.e.stop(m, t, why)
