@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -330,6 +331,11 @@ func (sc *Scenario) Check() error {
 		if err := ds.check(0); err != nil {
 			return err
 		}
+	}
+	// The metrics sum task-time (downtime and processing add up to tasks x
+	// duration): it must fit a Duration, which 10,000 tasks for 1000h do not.
+	if n := time.Duration(len(sc.Tasks)); n > 0 && sc.Duration > math.MaxInt64/n {
+		return &RangeError{Name: "duration", Got: sc.Duration.String(), Want: fmt.Sprintf("at most %v with %d tasks, so that the task-time fits the metrics", (math.MaxInt64 / n).Truncate(time.Hour), n)}
 	}
 	switch {
 	case sc.MaxWarmups < 1 || sc.MaxWarmups > maxWarmups:

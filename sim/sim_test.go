@@ -543,6 +543,7 @@ func TestParseErrors(t *testing.T) {
 		{"duration 1h\nhandover twice\ntasks T1 size 1\nmembers S1", `line 2: handover: want one-round, follow-up, withhold, follow-up-ready, got "twice"`},
 		{"duration 1h\npause 2h\ntasks T1 size 1\nmembers S1", "line 2: pause 2h0m0s: want 0s to 1h0m0s"},
 		{"tasks T1 size 1\nmembers S1\nduration 1001h", "line 3: duration 1001h0m0s: want 1s to 1000h0m0s"},
+		{"duration 300h\ntasks T1-T10000 size 1\nmembers S1", "duration 300h0m0s: want at most 256h0m0s with 10000 tasks"},
 		{"duration 1h\nsession-timeout 0s\ntasks T1 size 1\nmembers S1", "line 2: session-timeout 0s: want 1s to 1h0m0s"},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m restart S1 after 0s", `line 4: restart: after: want a positive duration, got "0s"`},
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 1m leave S1 deadline 1001h", "line 4: leave deadline 1001h0m0s: want 0s to 1000h0m0s"},
