@@ -275,6 +275,8 @@ type RangeError struct {
 	Line int
 }
 
+// Error names the setting, the line that set it (when one did), the value
+// and what the setting allows.
 func (e *RangeError) Error() string {
 	at := ""
 	if e.Line > 0 {
@@ -379,6 +381,7 @@ type LateEventError struct {
 	Duration time.Duration
 }
 
+// Error names the event's line and kind, its time and the duration.
 func (e *LateEventError) Error() string {
 	return fmt.Sprintf("sim: line %d: %s event at %v is after the duration %v: %v", e.Event.Line, e.Event.Kind, e.Event.At, e.Duration, ErrScenario)
 }
