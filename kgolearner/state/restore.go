@@ -14,7 +14,10 @@ import (
 )
 
 // restoreLoop applies the changelog records the restore client fetches:
-// learners, standbys and active tasks catching up.
+// learners, standbys and active tasks catching up. A restore that fails
+// stops it: Run returns the error (fail), and the records after the one
+// that failed must not reach the store, or its checkpoint would pass a
+// record it never applied.
 func (r *Runtime) restoreLoop(ctx context.Context) {
 	stop := context.AfterFunc(ctx, func() {
 		r.mu.Lock()
@@ -30,7 +33,11 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 		if fs.IsClientClosed() {
 			return
 		}
+		failed := false
 		fs.EachError(func(topic string, p int32, err error) {
+			if failed {
+				return
+			}
 			if t := r.tasks[r.byChangelog[inputKey(topic, p)]]; t != nil && errors.Is(err, kerr.OffsetOutOfRange) {
 				// The changelog no longer holds the records after the
 				// store's checkpoint (DeleteRecords, retention, a
@@ -40,6 +47,7 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 				// never resets an offset by itself (NoResetOffset).
 				if err := r.reset(t, "outside the changelog's offsets"); err != nil {
 					r.fail(err)
+					failed = true
 				}
 				return
 			}
@@ -48,12 +56,16 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 			}
 		})
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			if t := r.tasks[r.byChangelog[inputKey(p.Topic, p.Partition)]]; t != nil && len(p.Records) > 0 {
+			if t := r.tasks[r.byChangelog[inputKey(p.Topic, p.Partition)]]; !failed && t != nil && len(p.Records) > 0 {
 				if err := r.restore(t, p.Records, resets); err != nil {
 					r.fail(err)
+					failed = true
 				}
 			}
 		})
+		if failed {
+			return
+		}
 	}
 }
 

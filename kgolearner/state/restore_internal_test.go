@@ -10,6 +10,7 @@ import (
 	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -154,4 +155,61 @@ func TestRestoreDropsRecordsPolledBeforeReset(t *testing.T) {
 	require.NoError(t, r.restore(tk, []*kgo.Record{rec(0, "a")}, r.resets.Load()))
 	require.True(t, has("a"), "a, polled after the reset, in the store")
 	require.False(t, has("b"), "b, cleared by the reset, in the store")
+}
+
+// A changelog record the store cannot apply stops the restore: the restore
+// loop reports the error and returns, rather than go on and apply the
+// records after the bad one, which would carry the store's checkpoint past
+// a record it never applied (a restart would then skip it for good).
+func TestBadChangelogRecordStopsTheRestore(t *testing.T) {
+	const changelog = "g-0-changelog"
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, changelog))
+	require.NoError(t, err)
+	defer c.Close()
+	seed := kgo.SeedBrokers(c.ListenAddrs()...)
+	prod, err := kgo.NewClient(seed, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer prod.Close()
+	good := func(key string, next int64) *kgo.Record {
+		return ChangelogRecord(changelog, 0, []byte(key), []byte("v"), map[string]int64{"in": next})
+	}
+	bad := &kgo.Record{Topic: changelog, Partition: 0, Key: []byte("b"), Value: []byte("no position header")}
+	require.NoError(t, prod.ProduceSync(context.Background(), good("a", 1), bad, good("c", 2)).FirstErr())
+
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}}})
+	require.NoError(t, err)
+	r.rcl, err = kgo.NewClient(seed, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{changelog: {0: kgo.NewOffset().AtStart()}}),
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.FetchMaxWait(50*time.Millisecond))
+	require.NoError(t, err)
+	defer r.rcl.Close()
+	tk := r.tasks["0_0"]
+	require.NoError(t, r.open(tk))
+	tk.role, tk.consuming = roleLearner, true
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { r.restoreLoop(ctx); close(done) }()
+	select {
+	case err := <-r.fatal:
+		require.ErrorIs(t, err, ErrBadChangelog)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no error after 10s for a changelog record without a position")
+	}
+	// More records after the bad one: a restore that goes on applies them.
+	require.NoError(t, prod.ProduceSync(context.Background(), good("d", 3)).FirstErr())
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cancel()
+		<-done
+		t.Errorf("the restore loop still ran 5s after a failed restore")
+	}
+	cp, err := tk.store.Checkpoint()
+	require.NoError(t, err)
+	require.Zero(t, cp.Changelog, "the store's checkpoint after a failed restore at offset 1 (0: the batch with the bad record applies nothing)")
+	_, ok, err := tk.store.Get([]byte("d"))
+	require.NoError(t, err)
+	require.False(t, ok, "d, written after the bad record, in the store")
 }
