@@ -235,3 +235,83 @@ func TestEndOffsetsMissingPartition(t *testing.T) {
 	_, err = state.EndOffsets(context.Background(), cl, map[string][]int32{"in": {1}})
 	require.EqualError(t, err, "state: ListOffsets response without in partition 1")
 }
+
+// closingStores are MemoryStores that count the stores open, and fail to
+// open the task failing.
+type closingStores struct {
+	state.MemoryStores
+	failing string
+	open    atomic.Int32
+}
+
+type countedStore struct {
+	state.Store
+	s      *closingStores
+	closed bool
+}
+
+func (s *closingStores) Open(task string) (state.Store, error) {
+	if task == s.failing {
+		return nil, errBoom
+	}
+	st, err := s.MemoryStores.Open(task)
+	if err != nil {
+		return nil, err
+	}
+	s.open.Add(1)
+	return &countedStore{Store: st, s: s}, nil
+}
+
+func (c *countedStore) Close() error {
+	if !c.closed {
+		c.closed = true
+		c.s.open.Add(-1)
+	}
+	return c.Store.Close()
+}
+
+// Run closes the stores it opened at start when the start fails after
+// them (a later store fails to open, the changelog's end offsets cannot
+// be listed): left open, a store on disk stays locked for the process.
+func TestRunClosesStoresWhenStartFails(t *testing.T) {
+	topology := []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}}
+	local := func(t *testing.T, failing string) *closingStores {
+		s := &closingStores{failing: failing}
+		for _, task := range []string{"0_0", "0_1"} {
+			st, err := s.MemoryStores.Open(task) // left from an earlier run
+			require.NoError(t, err)
+			require.NoError(t, st.Close())
+		}
+		return s
+	}
+	t.Run("AStoreFailsToOpen", func(t *testing.T) {
+		c := newCluster(t, "in")
+		stores := local(t, "0_1") // 0_0 opens first
+		done, _ := c.run(state.Config{Subtopologies: topology, Stores: stores, Process: func(*state.Context, *kgo.Record) error { return nil }})
+		require.ErrorIs(t, waitErr(t, done), errBoom)
+		require.Zero(t, stores.open.Load(), "stores left open after Run returned")
+	})
+	t.Run("EndOffsetsFail", func(t *testing.T) {
+		c := newCluster(t, "in", state.ChangelogTopic("g", 0)) // as the earlier run left it
+		c.c.ControlKey(int16(kmsg.ListOffsets), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+			c.c.KeepControl()
+			req := kr.(*kmsg.ListOffsetsRequest)
+			resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+			for _, rt := range req.Topics {
+				st := kmsg.NewListOffsetsResponseTopic()
+				st.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					sp := kmsg.NewListOffsetsResponseTopicPartition()
+					sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			return resp, nil, true
+		})
+		stores := local(t, "")
+		done, _ := c.run(state.Config{Subtopologies: topology, Stores: stores, Process: func(*state.Context, *kgo.Record) error { return nil }})
+		require.ErrorIs(t, waitErr(t, done), kerr.TopicAuthorizationFailed)
+		require.Zero(t, stores.open.Load(), "stores left open after Run returned")
+	})
+}

@@ -266,6 +266,11 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	if err := ensureTopics(ctx, r.rcl, r.changelogPartitions()); err != nil {
 		return err
 	}
+	// Whatever stops Run from here, the start included, closes the stores
+	// it opened: a store left open stays locked (bbolt's file lock) for
+	// the rest of the process. On the normal path the loops that use
+	// them have ended by then.
+	defer r.closeStores()
 	if err := r.openLocal(ctx); err != nil {
 		return err
 	}
@@ -290,7 +295,6 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	r.cl.Close() // leaves the group
 	cancel()
 	wg.Wait()
-	r.closeStores()
 	return err
 }
 
