@@ -69,7 +69,10 @@ func (c *cluster) run(cfg state.Config) (done <-chan error, stop func()) {
 // failProduce answers the Produce requests from now on for which fail(n)
 // is true, n counting them from 1, with INVALID_RECORD for every
 // partition, as a broker refusing a batch.
-func (c *cluster) failProduce(fail func(n int) bool) {
+func (c *cluster) failProduce(fail func(n int) bool) { c.refuseProduce(kerr.InvalidRecord, fail) }
+
+// refuseProduce is failProduce with the error err.
+func (c *cluster) refuseProduce(err *kerr.Error, fail func(n int) bool) {
 	n := 0
 	c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		c.c.KeepControl()
@@ -83,7 +86,7 @@ func (c *cluster) failProduce(fail func(n int) bool) {
 			st.Topic, st.TopicID = rt.Topic, rt.TopicID
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.InvalidRecord.Code
+				sp.Partition, sp.ErrorCode = rp.Partition, err.Code
 				st.Partitions = append(st.Partitions, sp)
 			}
 			resp.Topics = append(resp.Topics, st)

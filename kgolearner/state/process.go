@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -78,8 +79,12 @@ var ErrInvalidKey = errors.New("state: invalid key")
 // the last value. When an input record changes several keys, its first
 // changelog record also carries the others' changes, so that a write cut
 // short restores all of them or none: all of an input record's changes
-// together must fit a record the broker accepts (message.max.bytes, 1 MB by
-// default).
+// together must fit one record the producer and the broker accept
+// (kgo.ProducerBatchMaxBytes, 1,000,012 bytes by default, counting the
+// record batch around it; the topic's max.message.bytes). Changes, or an
+// Emit, that do not stop Run with an error wrapping kerr.MessageTooLarge:
+// one too large for the producer before anything of its batch is written,
+// one the broker refuses once its batch's output may have been written.
 func (c *Context) Put(key, value []byte) error {
 	t := c.tb.t
 	if !t.stateful {
@@ -197,10 +202,14 @@ func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) error {
 		return nil
 	case ctx.Err() != nil:
 		return nil // stopped mid-batch, as a crash would
-	case errors.Is(err, errWrite):
+	case errors.Is(err, errWrite) && !errors.Is(err, kerr.MessageTooLarge):
 		r.observeError(err) // the tasks restore what reached the changelog and go on
 		return nil
 	}
+	// A batch the broker refuses as too large (its max.message.bytes for
+	// the topic below the producer's kgo.ProducerBatchMaxBytes) would be
+	// refused again whenever its records are processed again: it stops
+	// Run, as checkSizes's error does.
 	return err
 }
 
@@ -400,6 +409,9 @@ var errWrite = errors.New("state: write")
 func (r *Runtime) write(ctx context.Context, batch []*taskBatch) error {
 	var outputs, changelog []*kgo.Record
 	for _, tb := range batch {
+		if err := r.checkSizes(tb); err != nil {
+			return err
+		}
 		outputs = append(outputs, tb.outputs...)
 		changelog = append(changelog, tb.changelog...)
 	}
@@ -422,6 +434,70 @@ func (r *Runtime) write(ctx context.Context, batch []*taskBatch) error {
 		t.cp, t.pos = Checkpoint{Changelog: cp.Changelog, Input: maps.Clone(cp.Input)}, tb.pos
 	}
 	return nil
+}
+
+// checkSizes returns an error wrapping kerr.MessageTooLarge if one of the
+// task's records, output or changelog, is larger than the producer takes
+// (see recordFits). kgo would fail it, and the runtime would process the
+// record again with the same result, forever: nothing of the batch is
+// written, and the error stops Run.
+func (r *Runtime) checkSizes(tb *taskBatch) error {
+	for _, recs := range []struct {
+		kind string
+		recs []*kgo.Record
+	}{{"output", tb.outputs}, {"changelog", tb.changelog}} {
+		for _, rec := range recs.recs {
+			if size, limit, ok := r.recordFits(rec); !ok {
+				return fmt.Errorf("state: task %s: a %s record of %s takes %d bytes in a record batch, over the %d the producer takes (kgo.ProducerBatchMaxBytes; a changelog record carries all of one input record's changes, see Context.Put): %w",
+					tb.t.id, recs.kind, rec.Topic, size, limit, kerr.MessageTooLarge)
+			}
+		}
+	}
+	return nil
+}
+
+// recordBatchOverhead is the size of a record batch without records, as
+// kgo counts it (its own constant of that name).
+const recordBatchOverhead = 65
+
+// recordFits reports whether rec fits a record batch of its own within the
+// producer's limits, with the batch's size and the limit: kgo fails a
+// record that does not with kerr.MessageTooLarge. The size is what kgo
+// counts for a batch's first record (sink.go, recordNumbersAt), the
+// batch's length prefix at its largest (4 bytes; kgo counts it as a varint
+// once it knows the broker's produce version), so a record up to 3 bytes
+// smaller than kgo would take may be refused (TestRecordFitsAsKgo); the limit
+// is kgo.ProducerBatchMaxBytes for the topic, or less if
+// kgo.BrokerMaxWriteBytes leaves less room in a request, and a record's
+// bytes (key, value and headers) must also fit kgo.MaxBufferedBytes if set.
+// A broker whose max.message.bytes for the topic is lower refuses the
+// batch instead (see step).
+func (r *Runtime) recordFits(rec *kgo.Record) (size, limit int64, ok bool) {
+	l := 1 + kbin.VarlongLen(0) + kbin.VarintLen(0) + // attributes, timestamp and offset deltas
+		kbin.VarintLen(int32(len(rec.Key))) + len(rec.Key) +
+		kbin.VarintLen(int32(len(rec.Value))) + len(rec.Value) +
+		kbin.VarintLen(int32(len(rec.Headers)))
+	user := len(rec.Key) + len(rec.Value)
+	for _, h := range rec.Headers {
+		l += kbin.VarintLen(int32(len(h.Key))) + len(h.Key) + kbin.VarintLen(int32(len(h.Value))) + len(h.Value)
+		user += len(h.Key) + len(h.Value)
+	}
+	size = int64(recordBatchOverhead + kbin.VarintLen(int32(l)) + l)
+	limit = int64(1000012) // kgo's default
+	if fn, ok := r.cl.OptValue(kgo.ProducerBatchMaxBytesFn).(func(string) int32); ok && fn != nil {
+		limit = int64(fn(rec.Topic))
+	}
+	if write, ok := r.cl.OptValue(kgo.BrokerMaxWriteBytes).(int32); ok {
+		// A request of one partition's batch: kgo's
+		// maxRecordBatchBytesForTopic, its parts summed.
+		id, _ := r.cl.OptValue(kgo.ClientID).(string)
+		request := int64(4+2+2+4+2+len(id)) + 2 + 2 + 4 + 4 + 1 + 2 + int64(max(16, len(rec.Topic))) + 4 + 4 + 4
+		limit = min(limit, int64(write)-request)
+	}
+	if buffered, ok := r.cl.OptValue(kgo.MaxBufferedBytes).(int64); ok && buffered > 0 && int64(user) > buffered {
+		return size, buffered, false
+	}
+	return size, limit, size <= limit
 }
 
 // produce produces recs and waits for every acknowledgement.

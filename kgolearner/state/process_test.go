@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/learnerassignor/learner/kgolearner/state"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -299,4 +301,64 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		require.ErrorIs(t, err, state.ErrInvalidConfig, "New(%+v)", tc.cfg)
 		require.ErrorContains(t, err, tc.want, "New(%+v)", tc.cfg)
 	}
+}
+
+// Changes too large for the producer (one input record's changes travel in
+// one changelog record, see Put) stop Run with an error wrapping
+// kerr.MessageTooLarge, before anything of the batch is written: retrying
+// cannot help, as processing the record again makes the same changes.
+func TestChangesTooLargeStopRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []kgo.Opt
+		put  func(ctx *state.Context) error
+	}{
+		{"OneValue", nil, func(ctx *state.Context) error { return ctx.Put([]byte("k"), make([]byte, 1_000_000)) }},
+		{"TwoValuesInOneRecord", nil, func(ctx *state.Context) error { // each fits, the first record carries both
+			if err := ctx.Put([]byte("a"), make([]byte, 600_000)); err != nil {
+				return err
+			}
+			return ctx.Put([]byte("b"), make([]byte, 600_000))
+		}},
+		{"ProducerBatchMaxBytes", []kgo.Opt{kgo.ProducerBatchMaxBytes(4096)}, func(ctx *state.Context) error {
+			return ctx.Put([]byte("k"), make([]byte, 5000))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, "in", "out")
+			c.produce(&kgo.Record{Topic: "in", Partition: 0})
+			done, _ := c.run(state.Config{
+				Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+				ClientOpts:    tc.opts,
+				Process: func(ctx *state.Context, _ *kgo.Record) error {
+					ctx.Emit(&kgo.Record{Topic: "out", Partition: 0, Value: []byte("out")})
+					return tc.put(ctx)
+				},
+			})
+			err := waitErr(t, done)
+			require.ErrorIs(t, err, kerr.MessageTooLarge)
+			require.ErrorContains(t, err, "task 0_0")
+			admin, err := kgo.NewClient(c.opts...)
+			require.NoError(t, err)
+			defer admin.Close()
+			ends, err := state.EndOffsets(context.Background(), admin, map[string][]int32{"out": {0}, state.ChangelogTopic("g", 0): {0}})
+			require.NoError(t, err)
+			require.Zero(t, ends["out"][0], "output records written")
+			require.Zero(t, ends[state.ChangelogTopic("g", 0)][0], "changelog records written")
+		})
+	}
+}
+
+// A batch the broker refuses as too large (the topic's max.message.bytes
+// below the producer's limit) stops Run too, for the same reason.
+func TestChangesTooLargeForTheBrokerStopRun(t *testing.T) {
+	c := newCluster(t, "in", "out")
+	c.produce(&kgo.Record{Topic: "in", Partition: 0})
+	// The member writes only its changelog (no output).
+	c.refuseProduce(kerr.MessageTooLarge, func(int) bool { return true })
+	done, _ := c.run(state.Config{
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Process:       func(ctx *state.Context, _ *kgo.Record) error { return ctx.Put([]byte("k"), []byte("v")) },
+	})
+	require.ErrorIs(t, waitErr(t, done), kerr.MessageTooLarge)
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -212,4 +214,40 @@ func TestBadChangelogRecordStopsTheRestore(t *testing.T) {
 	_, ok, err := tk.store.Get([]byte("d"))
 	require.NoError(t, err)
 	require.False(t, ok, "d, written after the bad record, in the store")
+}
+
+// recordFits draws the line where kgo does, or up to 3 bytes before: a
+// record it says fits, kgo produces; one it says does not, kgo fails with
+// kerr.MessageTooLarge unless it is within 3 bytes of the limit.
+func TestRecordFitsAsKgo(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	require.NoError(t, err)
+	defer c.Close()
+	for _, opts := range [][]kgo.Opt{{kgo.ProducerBatchMaxBytes(4096)}, {kgo.BrokerMaxWriteBytes(4096), kgo.ProducerBatchMaxBytes(2048), kgo.ClientID("a-client")}} {
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+		require.NoError(t, err)
+		r := &Runtime{cl: cl}
+		var fits, refused int
+		for n := 1900; n < 4100; n++ {
+			rec := ChangelogRecord("t", 0, []byte("key"), make([]byte, n), map[string]int64{"in": 12345})
+			size, limit, ok := r.recordFits(rec)
+			err := cl.ProduceSync(context.Background(), rec).FirstErr()
+			if ok {
+				require.NoError(t, err, "value of %d bytes, %d in a batch against %d: recordFits says it fits", n, size, limit)
+				fits++
+				continue
+			}
+			refused++
+			if !errors.Is(err, kerr.MessageTooLarge) {
+				// kgo counts a batch's length prefix at 4 bytes until it
+				// knows the broker's produce version, as a varint after:
+				// recordFits takes the larger.
+				require.NoError(t, err)
+				require.LessOrEqual(t, size-limit, int64(3), "value of %d bytes, %d in a batch against %d: recordFits says it does not fit, kgo produced it", n, size, limit)
+			}
+		}
+		require.NotZero(t, fits, "records that fit")
+		require.NotZero(t, refused, "records too large")
+		cl.Close()
+	}
 }
