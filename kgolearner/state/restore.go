@@ -388,6 +388,9 @@ func (r *Runtime) reset(t *task, why string) error {
 	err := t.store.Clear()
 	if err == nil {
 		t.cp, t.restored, t.pending = Checkpoint{}, 0, nil
+		// An active task that had caught up restores again before it
+		// runs: activate would otherwise run it on the empty store.
+		t.caughtUp = false
 		t.resetAt = r.resets.Add(1)
 		if t.consuming {
 			r.rcl.RemoveConsumePartitions(map[string][]int32{t.changelog: {t.partition}})

@@ -251,3 +251,40 @@ func TestRecordFitsAsKgo(t *testing.T) {
 		cl.Close()
 	}
 }
+
+// A task activating that had caught up with its changelog and whose store
+// is then reset (the changelog lost records) is no longer caught up: it
+// restores again before it runs, rather than run on an empty store.
+func TestResetTaskCaughtUpRestoresAgain(t *testing.T) {
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}}})
+	require.NoError(t, err)
+	tk := r.tasks["0_0"]
+	require.NoError(t, r.open(tk))
+	recs := []*kgo.Record{
+		ChangelogRecord("g-0-changelog", 0, []byte("a"), []byte("1"), map[string]int64{"in": 1}),
+		ChangelogRecord("g-0-changelog", 0, []byte("b"), []byte("2"), map[string]int64{"in": 2}),
+	}
+	for i, rec := range recs {
+		rec.Offset = int64(i)
+	}
+	now := time.Now()
+	r.mu.Lock()
+	tk.role, tk.activatedAt, tk.end, tk.endAt = roleActive, now, 2, now
+	r.mu.Unlock()
+	require.NoError(t, r.restore(tk, recs, r.resets.Load()))
+	caughtUp := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return tk.caughtUp
+	}
+	require.True(t, caughtUp(), "caught up after restoring to the end listed after activation")
+
+	require.NoError(t, r.reset(tk, "in a test"))
+	require.False(t, caughtUp(), "caught up after its store was reset")
+
+	require.NoError(t, r.restore(tk, recs[:1], r.resets.Load()))
+	require.False(t, caughtUp(), "caught up one record short of the end")
+	require.NoError(t, r.restore(tk, recs[1:], r.resets.Load()))
+	require.True(t, caughtUp(), "caught up after restoring again to the end")
+}
