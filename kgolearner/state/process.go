@@ -203,8 +203,10 @@ func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) error {
 	case ctx.Err() != nil:
 		return nil // stopped mid-batch, as a crash would
 	case errors.Is(err, errWrite) && !errors.Is(err, kerr.MessageTooLarge):
-		r.observeError(err) // the tasks restore what reached the changelog and go on
-		return nil
+		if r.failed.Err() == nil {
+			r.observeError(err) // the tasks restore what reached the changelog and go on
+		}
+		return nil // after fail: the poll loop returns its error
 	}
 	// A batch the broker refuses as too large (its max.message.bytes for
 	// the topic below the producer's kgo.ProducerBatchMaxBytes) would be
@@ -500,27 +502,44 @@ func (r *Runtime) recordFits(rec *kgo.Record) (size, limit int64, ok bool) {
 	return size, limit, size <= limit
 }
 
-// produce produces recs and waits for every acknowledgement.
+// produce produces recs and waits for every acknowledgement. Once the
+// runtime failed (fail) it stops waiting and cancels the records' context:
+// Run returns, abandoning the writes in flight as a crash would, rather
+// than wait for kgo to give up on them (it retries a deleted topic's for
+// many seconds).
 func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
-	var wg sync.WaitGroup
+	if len(recs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var mu sync.Mutex
 	var first error
+	left, done := len(recs), make(chan struct{})
 	for _, rec := range recs {
-		wg.Add(1)
 		r.cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
 			}
-			wg.Done()
+			if left--; left == 0 {
+				close(done)
+			}
 		})
 	}
-	wg.Wait()
+	select {
+	case <-done:
+	case <-r.failed.Done():
+		return errFailed
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	return first
 }
+
+// errFailed is produce's error once the runtime failed.
+var errFailed = errors.New("state: the runtime stopped on an error")
 
 // commitError returns the first partition error of a commit response.
 func commitError(resp *kmsg.OffsetCommitResponse) error {

@@ -33,9 +33,17 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 		if fs.IsClientClosed() {
 			return
 		}
-		failed := false
+		failed, missing := false, false
 		fs.EachError(func(topic string, p int32, err error) {
 			if failed {
+				return
+			}
+			if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
+				// A changelog topic deleted (or just created): the lag
+				// loop reports it once and stops Run if it stays
+				// missing (missingTopicTimeout). kgo answers such a
+				// fetch at once, thousands of times a second.
+				missing = true
 				return
 			}
 			if t := r.tasks[r.byChangelog[inputKey(topic, p)]]; t != nil && errors.Is(err, kerr.OffsetOutOfRange) {
@@ -65,6 +73,12 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 		})
 		if failed {
 			return
+		}
+		if missing && fs.NumRecords() == 0 {
+			select { // rather than spin on the errors
+			case <-ctx.Done():
+			case <-time.After(r.cfg.LagInterval):
+			}
 		}
 	}
 }
@@ -260,6 +274,12 @@ func (r *Runtime) paced(took time.Duration, full bool) {
 // before the runtime gives up.
 const missingTopicTimeout = 10 * time.Second
 
+// runningListInterval is how often the lag loop lists the changelog end
+// offsets of running tasks too (it lists the others every LagInterval):
+// their lag is not needed, only whether their changelog topic still
+// exists.
+const runningListInterval = time.Second
+
 // lagLoop keeps the restore client's partitions in line with the tasks'
 // roles, lists changelog end offsets, reports lags and readiness, and
 // finds the active tasks that caught up.
@@ -283,6 +303,7 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 	listed := time.Now()
 	parts := map[string][]int32{}
 	before := map[string]int64{} // restored offsets before the listing
+	checkRunning := listed.Sub(r.runningListedAt) >= runningListInterval
 	r.mu.Lock()
 	add := map[string]map[int32]kgo.Offset{}
 	remove := map[string][]int32{}
@@ -301,10 +322,18 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 			remove[t.changelog] = append(remove[t.changelog], t.partition)
 		}
 		t.consuming = t.restoring()
-		if t.opened && !t.running {
+		switch {
+		case t.opened && !t.running:
 			parts[t.changelog] = append(parts[t.changelog], t.partition)
 			before[t.id] = t.restored
+		case t.opened && checkRunning:
+			// Listed only to notice a changelog topic deleted under
+			// running tasks: kgo retries their writes for a while.
+			parts[t.changelog] = append(parts[t.changelog], t.partition)
 		}
+	}
+	if checkRunning {
+		r.runningListedAt = listed
 	}
 	r.rcl.RemoveConsumePartitions(remove)
 	r.rcl.AddConsumePartitions(add)
@@ -321,10 +350,16 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 		// is not durable any more, and recreating the topic would hide
 		// that.
 		if r.missingSince.IsZero() {
-			r.missingSince = listed
+			r.missingSince, r.missingReported = listed, false
 		}
-		if listed.Sub(r.missingSince) > missingTopicTimeout {
+		switch missing := listed.Sub(r.missingSince); {
+		case missing > missingTopicTimeout:
 			r.fail(fmt.Errorf("state: changelog topic missing for %v: %w", missingTopicTimeout, err))
+		case missing > missingTopicTimeout/2 && !r.missingReported:
+			// Once, and not for a topic just created, which metadata
+			// lists after a second or so.
+			r.missingReported = true
+			r.observeError(fmt.Errorf("state: changelog topic missing for %v; Run stops if it still is after %v: %w", missing.Round(time.Second), missingTopicTimeout, err))
 		}
 		return nil
 	case err != nil:

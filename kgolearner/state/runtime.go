@@ -130,14 +130,18 @@ type Runtime struct {
 	urgent      bool               // an active task catches up with its changelog
 	batches     uint64             // polls the poll loop has handled, for awaitTurn
 
-	kickLag      chan struct{}
-	kickCommit   chan struct{}
-	toCommit     map[string]map[int32]kgo.EpochOffset // offsets for the commit loop
-	missingSince time.Time                            // lag loop: when a changelog topic went missing
-	stopOnce     sync.Once
-	stop         chan struct{} // closed by Shutdown: Run returns
-	fatal        chan error
-	resets       atomic.Uint64 // stores reset so far (see restore)
+	kickLag         chan struct{}
+	kickCommit      chan struct{}
+	toCommit        map[string]map[int32]kgo.EpochOffset // offsets for the commit loop
+	missingSince    time.Time                            // lag loop: when a changelog topic went missing
+	missingReported bool                                 // lag loop: the missing topic was reported
+	runningListedAt time.Time                            // lag loop: when it last listed running tasks' changelogs
+	stopOnce        sync.Once
+	stop            chan struct{} // closed by Shutdown: Run returns
+	fatal           chan error
+	failed          context.Context // done once fail was called: writes in flight stop
+	cancelFailed    context.CancelFunc
+	resets          atomic.Uint64 // stores reset so far (see restore)
 }
 
 // restoreFetchBytes caps a restore fetch.
@@ -172,6 +176,7 @@ func New(cfg Config) (*Runtime, error) {
 		r.stores = &MemoryStores{}
 	}
 	r.cond = sync.NewCond(&r.mu)
+	r.failed, r.cancelFailed = context.WithCancel(context.Background())
 	hooks := kgolearner.Hooks{
 		StartActive:   r.startActive,
 		StopActive:    r.stopActive,
@@ -314,12 +319,15 @@ func (r *Runtime) Leave(deadline time.Time) {
 // without a hand-over.
 func (r *Runtime) Shutdown() { r.stopOnce.Do(func() { close(r.stop) }) }
 
-// fail stops the runtime with err; the first error wins.
+// fail stops the runtime with err; the first error wins. It ends the
+// writes in flight (produce), which kgo may otherwise retry for many
+// seconds (a deleted changelog topic), so that Run returns soon.
 func (r *Runtime) fail(err error) {
 	select {
 	case r.fatal <- err:
 	default:
 	}
+	r.cancelFailed()
 }
 
 func (r *Runtime) observeError(err error) {
