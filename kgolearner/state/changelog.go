@@ -251,7 +251,8 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 
 // EndOffsets returns the end offset (high watermark) of each partition,
 // by topic and partition. A partition the response leaves out is an error:
-// read as zero, it would say a store is not behind.
+// read as zero, it would say a store is not behind. Errors wrap kgo's or
+// the broker's (a kerr.Error, such as kerr.UnknownTopicOrPartition).
 func EndOffsets(ctx context.Context, cl *kgo.Client, parts map[string][]int32) (map[string]map[int32]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
@@ -268,13 +269,13 @@ func EndOffsets(ctx context.Context, cl *kgo.Client, parts map[string][]int32) (
 	}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("state: list end offsets: %w", err)
 	}
 	out := map[string]map[int32]int64{}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return nil, fmt.Errorf("%s partition %d: %w", t.Topic, p.Partition, err)
+				return nil, fmt.Errorf("state: end offset of %s partition %d: %w", t.Topic, p.Partition, err)
 			}
 			if out[t.Topic] == nil {
 				out[t.Topic] = map[int32]int64{}

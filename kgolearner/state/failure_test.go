@@ -353,3 +353,32 @@ func TestChangelogTopicDeleted(t *testing.T) {
 	require.Less(t, took, 20*time.Second, "time from the deletion to Run's return")
 	require.Less(t, events.Load(), int64(20), "Error events")
 }
+
+// EndOffsets's errors name the package, as its other errors do, and wrap
+// the broker's or kgo's.
+func TestEndOffsetsErrorsNameThePackage(t *testing.T) {
+	c := newCluster(t, "in")
+	c.c.ControlKey(int16(kmsg.ListOffsets), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		resp := kr.(*kmsg.ListOffsetsRequest).ResponseKind().(*kmsg.ListOffsetsResponse)
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = "in"
+		rp := kmsg.NewListOffsetsResponseTopicPartition()
+		rp.Partition, rp.ErrorCode = 1, kerr.TopicAuthorizationFailed.Code
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	cl, err := kgo.NewClient(c.opts...)
+	require.NoError(t, err)
+	defer cl.Close()
+	_, err = state.EndOffsets(context.Background(), cl, map[string][]int32{"in": {1}})
+	require.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
+	require.True(t, strings.HasPrefix(err.Error(), "state: "), "error %q does not name the package", err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = state.EndOffsets(ctx, cl, map[string][]int32{"in": {1}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.True(t, strings.HasPrefix(err.Error(), "state: "), "error %q does not name the package", err)
+}

@@ -363,7 +363,7 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 		}
 		return nil
 	case err != nil:
-		return fmt.Errorf("state: changelog end offsets: %w", err)
+		return err
 	}
 	r.missingSince = time.Time{}
 	lags := map[string]int64{}

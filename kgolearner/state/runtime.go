@@ -371,7 +371,7 @@ func (r *Runtime) openLocal(ctx context.Context) error {
 	}
 	ends, err := EndOffsets(ctx, r.rcl, parts)
 	if err != nil {
-		return fmt.Errorf("state: changelog end offsets: %w", err)
+		return err
 	}
 	for _, id := range ids {
 		if t := r.tasks[id]; t != nil && t.stateful {
