@@ -288,3 +288,19 @@ func TestResetTaskCaughtUpRestoresAgain(t *testing.T) {
 	require.NoError(t, r.restore(tk, recs[1:], r.resets.Load()))
 	require.True(t, caughtUp(), "caught up after restoring again to the end")
 }
+
+// Records restored for a task without a role (fetched while it was a
+// learner or standby) are applied and reported with the role "none", as
+// Observer.Restored says.
+func TestRestoredRoleNone(t *testing.T) {
+	var roles []string
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}},
+		Observer:      Observer{Restored: func(_, role string, _ int) { roles = append(roles, role) }}})
+	require.NoError(t, err)
+	tk := r.tasks["0_0"]
+	require.NoError(t, r.open(tk))
+	rec := ChangelogRecord("g-0-changelog", 0, []byte("a"), []byte("1"), map[string]int64{"in": 1})
+	require.NoError(t, r.restore(tk, []*kgo.Record{rec}, r.resets.Load()))
+	require.Equal(t, []string{"none"}, roles, "roles reported for a task without a role")
+}

@@ -32,7 +32,10 @@
 // (changelog end offset minus restored offset) with every join, and calls
 // Ready for a learner whose lag is at most Options.AcceptableLag. A
 // standby that becomes a learner, and a learner that becomes active, keep
-// their store and replay only what they miss.
+// their store and replay only what they miss. A task whose learner or
+// standby role ends keeps its store, open, for a later role; records
+// fetched before the role ended may still be applied to it, which
+// Observer.Restored reports with the role "none".
 package state
 
 import (
@@ -103,7 +106,10 @@ type Observer struct {
 	// since it became active (zero for a promoted, caught-up learner).
 	Running func(task string, replayed int64)
 	// Restored reports changelog records applied to a task's store by a
-	// task in role "learner", "standby" or "active" (catching up).
+	// task in role "learner", "standby" or "active" (catching up), or
+	// "none": records fetched while the task was a learner or standby and
+	// applied after that role ended, before the runtime stopped
+	// restoring it (its store stays for a later role).
 	Restored func(task, role string, records int)
 	// Rebalanced reports a rebalance computed by this member as leader.
 	Rebalanced func()
