@@ -655,23 +655,51 @@ func (r *Runtime) commitLoop(ctx context.Context) {
 }
 
 // commitQueued commits the queued offsets of tasks still active here.
+//
+// A task may stop (a revoke) between the queue's snapshot and the commit:
+// kgolearner then commits the task's offsets in its revoke callback, and
+// this commit, waiting behind that one (kgo runs commits one at a time),
+// would land after it and move the group back to the older offsets, which
+// the task's next owner would process again (stateless output twice).
+// So the commit's last step before its request (PreCommitFnContext, run
+// once every earlier commit is answered) drops the partitions of tasks
+// stopped since the snapshot. A task that stops after that step commits
+// in its revoke behind this request, which kgo then has answered (its
+// commits go out one at a time, in order; consumer_group.go, commit).
 func (r *Runtime) commitQueued(ctx context.Context) {
 	r.mu.Lock()
 	offsets := r.toCommit
 	r.toCommit = map[string]map[int32]kgo.EpochOffset{}
+	stops := map[*task]uint64{}
 	for topic, ps := range offsets {
 		for p := range ps {
 			if t := r.tasks[r.byInput[inputKey(topic, p)]]; t == nil || t.role != roleActive {
 				delete(ps, p)
+			} else {
+				stops[t] = t.stops.Load()
 			}
 		}
 	}
 	r.mu.Unlock()
-	if len(offsets) == 0 {
+	if len(stops) == 0 {
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
 	defer cancel()
+	cctx = kgo.PreCommitFnContext(cctx, func(req *kmsg.OffsetCommitRequest) error {
+		topics := req.Topics[:0]
+		for _, rt := range req.Topics {
+			rt.Partitions = slices.DeleteFunc(rt.Partitions, func(rp kmsg.OffsetCommitRequestTopicPartition) bool {
+				t := r.tasks[r.byInput[inputKey(rt.Topic, rp.Partition)]]
+				return t == nil || t.stops.Load() != stops[t]
+			})
+			if len(rt.Partitions) > 0 {
+				topics = append(topics, rt)
+			}
+		}
+		req.Topics = topics // kgo sends nothing if none is left
+		return nil
+	})
 	r.cl.CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err == nil {
 			err = commitError(resp)

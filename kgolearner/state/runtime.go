@@ -463,6 +463,7 @@ func (r *Runtime) stopActive(id string) error {
 	for t.busy {
 		r.cond.Wait()
 	}
+	t.stops.Add(1) // see commitQueued
 	if t.role == roleActive {
 		t.role = roleNone
 	}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -53,6 +54,8 @@ type task struct {
 	pendingPos  []byte
 	pendingFrom int64
 	resetAt     uint64 // Runtime.resets after the store's last reset
+
+	stops atomic.Uint64 // StopActive calls so far (see Runtime.commitQueued)
 }
 
 // restoring reports whether the restore client should consume the task's

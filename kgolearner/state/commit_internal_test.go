@@ -1,0 +1,89 @@
+package state
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A commit of queued offsets that waits behind another commit while its
+// task is revoked (kgolearner commits the task's offsets in its revoke,
+// the later offset 5 here) leaves the task's partition out: landing
+// after the revoke's commit, it would move the group back to offset 3.
+func TestStaleCommitAfterRevoke(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in"))
+	require.NoError(t, err)
+	defer c.Close()
+	seed := kgo.SeedBrokers(c.ListenAddrs()...)
+	prod, err := kgo.NewClient(seed, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer prod.Close()
+	for range 6 {
+		require.NoError(t, prod.ProduceSync(context.Background(), &kgo.Record{Topic: "in", Partition: 0}).FirstErr())
+	}
+
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1}}})
+	require.NoError(t, err)
+	r.cl, err = kgo.NewClient(seed, kgo.ConsumerGroup("g"), kgo.ConsumeTopics("in"), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer r.cl.Close()
+	for n := 0; n < 6; { // joined, assigned, polled
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		fs := r.cl.PollFetches(ctx)
+		cancel()
+		require.NoError(t, fs.Err())
+		n += fs.NumRecords()
+	}
+	tk := r.tasks["0_0"]
+	tk.role = roleActive
+
+	// The revoke's commit (offset 5) is held at the broker until the
+	// queued commit waits behind it and the task stopped.
+	held, release := make(chan struct{}), make(chan struct{})
+	c.ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.DropControl() // this request only
+		close(held)
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	revoked := make(chan struct{})
+	go func() {
+		defer close(revoked)
+		r.cl.CommitOffsetsSync(context.Background(), map[string]map[int32]kgo.EpochOffset{"in": {0: {Epoch: -1, Offset: 5}}}, nil)
+	}()
+	<-held
+	r.mu.Lock()
+	r.toCommit = map[string]map[int32]kgo.EpochOffset{"in": {0: {Epoch: -1, Offset: 3}}}
+	r.mu.Unlock()
+	queued := make(chan struct{})
+	go func() {
+		defer close(queued)
+		r.commitQueued(context.Background())
+	}()
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.toCommit) == 0
+	}, 10*time.Second, time.Millisecond, "the commit loop took the queue")
+	require.NoError(t, r.stopActive("0_0"))
+	close(release)
+	<-revoked
+	<-queued
+
+	committed := kmsg.NewPtrOffsetFetchRequest()
+	committed.Group = "g"
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = "in", []int32{0}
+	committed.Topics = append(committed.Topics, rt)
+	resp, err := committed.RequestWith(context.Background(), prod)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), resp.Topics[0].Partitions[0].Offset, "the group's committed offset")
+}
