@@ -485,21 +485,42 @@ func (r *Runtime) recordFits(rec *kgo.Record) (size, limit int64, ok bool) {
 		user += len(h.Key) + len(h.Value)
 	}
 	size = int64(recordBatchOverhead + kbin.VarintLen(int32(l)) + l)
-	limit = int64(1000012) // kgo's default
-	if fn, ok := r.cl.OptValue(kgo.ProducerBatchMaxBytesFn).(func(string) int32); ok && fn != nil {
-		limit = int64(fn(rec.Topic))
+	if r.limits.buffered > 0 && int64(user) > r.limits.buffered {
+		return size, r.limits.buffered, false
 	}
-	if write, ok := r.cl.OptValue(kgo.BrokerMaxWriteBytes).(int32); ok {
+	limit, ok = r.limits.byTopic[rec.Topic]
+	if !ok {
+		limit = int64(r.limits.batch(rec.Topic))
 		// A request of one partition's batch: kgo's
 		// maxRecordBatchBytesForTopic, its parts summed.
-		id, _ := r.cl.OptValue(kgo.ClientID).(string)
-		request := int64(4+2+2+4+2+len(id)) + 2 + 2 + 4 + 4 + 1 + 2 + int64(max(16, len(rec.Topic))) + 4 + 4 + 4
-		limit = min(limit, int64(write)-request)
-	}
-	if buffered, ok := r.cl.OptValue(kgo.MaxBufferedBytes).(int64); ok && buffered > 0 && int64(user) > buffered {
-		return size, buffered, false
+		request := int64(4+2+2+4+2+len(r.limits.clientID)) + 2 + 2 + 4 + 4 + 1 + 2 + int64(max(16, len(rec.Topic))) + 4 + 4 + 4
+		limit = min(limit, int64(r.limits.write)-request)
+		r.limits.byTopic[rec.Topic] = limit
 	}
 	return size, limit, size <= limit
+}
+
+// producerLimits are the options of the member's client that recordFits
+// needs, read once: kgo's OptValue is too slow to call per record.
+type producerLimits struct {
+	batch    func(topic string) int32 // kgo.ProducerBatchMaxBytesFn
+	write    int32                    // kgo.BrokerMaxWriteBytes
+	buffered int64                    // kgo.MaxBufferedBytes, 0 for none
+	clientID string
+	byTopic  map[string]int64 // recordFits's limit by topic (the poll goroutine's)
+}
+
+// readLimits reads r.limits from r.cl.
+func (r *Runtime) readLimits() {
+	r.limits = producerLimits{batch: func(string) int32 { return 1000012 }, write: 100 << 20, byTopic: map[string]int64{}}
+	if fn, ok := r.cl.OptValue(kgo.ProducerBatchMaxBytesFn).(func(string) int32); ok && fn != nil {
+		r.limits.batch = fn
+	}
+	if write, ok := r.cl.OptValue(kgo.BrokerMaxWriteBytes).(int32); ok {
+		r.limits.write = write
+	}
+	r.limits.buffered, _ = r.cl.OptValue(kgo.MaxBufferedBytes).(int64)
+	r.limits.clientID, _ = r.cl.OptValue(kgo.ClientID).(string)
 }
 
 // produce produces recs and waits for every acknowledgement. Once the

@@ -223,10 +223,11 @@ func TestRecordFitsAsKgo(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
 	require.NoError(t, err)
 	defer c.Close()
-	for _, opts := range [][]kgo.Opt{{kgo.ProducerBatchMaxBytes(4096)}, {kgo.BrokerMaxWriteBytes(4096), kgo.ProducerBatchMaxBytes(2048), kgo.ClientID("a-client")}} {
+	for _, opts := range [][]kgo.Opt{{kgo.ProducerBatchMaxBytes(4096)}, {kgo.BrokerMaxWriteBytes(4096), kgo.ProducerBatchMaxBytes(2048), kgo.ClientID("a-client")}, {kgo.MaxBufferedBytes(3000)}} {
 		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 		require.NoError(t, err)
 		r := &Runtime{cl: cl}
+		r.readLimits()
 		var fits, refused int
 		for n := 1900; n < 4100; n++ {
 			rec := ChangelogRecord("t", 0, []byte("key"), make([]byte, n), map[string]int64{"in": 12345})

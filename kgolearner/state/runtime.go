@@ -147,7 +147,8 @@ type Runtime struct {
 	fatal           chan error
 	failed          context.Context // done once fail was called: writes in flight stop
 	cancelFailed    context.CancelFunc
-	resets          atomic.Uint64 // stores reset so far (see restore)
+	resets          atomic.Uint64  // stores reset so far (see restore)
+	limits          producerLimits // of cl, for recordFits
 }
 
 // restoreFetchBytes caps a restore fetch.
@@ -291,6 +292,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("state: %w: %w", ErrInvalidConfig, err)
 	}
+	r.readLimits()
 	if !r.cfg.Cooperative {
 		r.topo.Bind(r.cl)
 	}
