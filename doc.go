@@ -64,7 +64,8 @@
 // (time comes in as an argument). Join gives the report to send at join
 // (learned tasks move to Revoked: stop them before joining); Apply turns an
 // Assignment into the Changes the application makes; Restored or SetLag
-// report a learner's progress; ShouldRejoin says when to rejoin (RejoinStable:
+// report a learner's progress, and Unready withdraws Restored when the
+// learner's state is lost again; ShouldRejoin says when to rejoin (RejoinStable:
 // when all learners are ready, fewer rebalances; RejoinEager: when any is);
 // Leave announces "leaving soon" with an optional deadline, and ShouldShutdown
 // says when the hand-over is done or the deadline passed. A crashed member

@@ -52,13 +52,14 @@ type Worker struct {
 	learned  []string // active tasks the last assignment tagged learned
 	revoked  []string // learned tasks given up at the pending join
 	learning []string
-	ready    map[string]bool // learning tasks whose replay finished
-	standby  []string
-	lag      map[string]int64 // reported lag of local state, by task
+	// ready holds the learning tasks whose replay finished: true for news
+	// (ready since the last join), false once a join reported it.
+	ready   map[string]bool
+	standby []string
+	lag     map[string]int64 // reported lag of local state, by task
 
 	joined     bool // has joined at least once
 	pending    bool // joined, waiting for the assignment
-	readyNews  bool // a learner became ready since the last join
 	leaving    bool
 	announced  bool // joined since Leave, so the leader knows
 	deadline   time.Time
@@ -104,7 +105,10 @@ func (w *Worker) Join() MemberMetadata {
 		w.revoked = append(w.revoked, w.learned...)
 		w.learned = nil
 	}
-	w.joined, w.pending, w.readyNews = true, true, false
+	w.joined, w.pending = true, true
+	for t := range w.ready {
+		w.ready[t] = false // reported below
+	}
 	if w.leaving {
 		w.announced = true
 	}
@@ -117,7 +121,7 @@ func (w *Worker) Join() MemberMetadata {
 		Leaving:  w.leaving,
 	}
 	for _, t := range w.learning {
-		if w.ready[t] {
+		if _, ok := w.ready[t]; ok {
 			m.Ready = append(m.Ready, t)
 		}
 	}
@@ -211,17 +215,42 @@ func (w *Worker) Restored(task string) bool {
 	if !slices.Contains(w.learning, task) {
 		return false
 	}
-	if !w.ready[task] {
+	if _, ok := w.ready[task]; !ok {
 		if w.ready == nil {
 			w.ready = map[string]bool{}
 		}
 		w.ready[task] = true
-		w.readyNews = true
 	}
 	if _, ok := w.lag[task]; ok {
 		w.lag[task] = 0
 	}
 	return true
+}
+
+// Unready withdraws Restored: the learner task's local state fell behind
+// again (the application lost or reset it), so the leader must not move the
+// task to this worker until Restored is called again. It reports whether
+// task is one of the worker's learner tasks; other tasks are ignored. A
+// join already sent may have reported the task ready, and the assignment
+// answering it may still make the worker its owner: the application then
+// restores the task before it runs it.
+func (w *Worker) Unready(task string) bool {
+	if !slices.Contains(w.learning, task) {
+		return false
+	}
+	delete(w.ready, task)
+	return true
+}
+
+// readyNews reports whether a learner became ready since the last join and
+// is still ready.
+func (w *Worker) readyNews() bool {
+	for _, news := range w.ready {
+		if news {
+			return true
+		}
+	}
+	return false
 }
 
 // SetLag records the remaining changelog lag of the worker's local state of
@@ -265,13 +294,13 @@ func (w *Worker) ShouldRejoin(now time.Time) bool {
 		return false
 	case !w.joined || (w.leaving && !w.announced):
 		return true
-	case !w.readyNews:
+	case !w.readyNews():
 		return false
 	case w.policy == RejoinEager:
 		return true
 	}
 	for _, t := range w.learning {
-		if !w.ready[t] {
+		if _, ok := w.ready[t]; !ok {
 			return false
 		}
 	}

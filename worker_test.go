@@ -106,6 +106,35 @@ func TestWorkerRejoinPolicies(t *testing.T) {
 	}
 }
 
+// TestWorkerUnready: a learner whose state fell behind again withdraws its
+// readiness: the next join does not report it, and it alone is no reason
+// to rejoin.
+func TestWorkerUnready(t *testing.T) {
+	for _, policy := range []RejoinPolicy{RejoinStable, RejoinEager} {
+		t.Run(policy.String(), func(t *testing.T) {
+			w := joined(t, policy, Assignment{MemberID: "S4", Learning: []string{"T1", "T3"}})
+			assert.False(t, w.Unready("T9"), "Unready(T9) of a task it does not learn = true")
+			w.Restored("T1")
+			w.Restored("T3")
+			require.True(t, w.ShouldRejoin(t0), "ShouldRejoin with both learners ready")
+			assert.True(t, w.Unready("T1"), "Unready(T1) of a learner task")
+			assert.Equal(t, policy == RejoinEager, w.ShouldRejoin(t0), "ShouldRejoin with T3 still news")
+			assert.Equal(t, []string{"T3"}, w.Join().Ready, "Join().Ready after Unready(T1)")
+			_, err := w.Apply(Assignment{MemberID: "S4", Learning: []string{"T1", "T3"}})
+			require.NoError(t, err)
+
+			// T3 was reported: withdrawing it is no news, and neither is
+			// the only fresh news withdrawn.
+			w.Unready("T3")
+			assert.False(t, w.ShouldRejoin(t0), "ShouldRejoin after a reported learner's Unready")
+			w.Restored("T1")
+			w.Unready("T1")
+			assert.False(t, w.ShouldRejoin(t0), "ShouldRejoin after the news was withdrawn")
+			assert.Empty(t, w.Join().Ready, "Join().Ready with every learner withdrawn")
+		})
+	}
+}
+
 func TestWorkerLeaveHandsOver(t *testing.T) {
 	// The document's Scale Down walkthrough, S2's side.
 	w := joined(t, RejoinStable, Assignment{MemberID: "S2", Assigned: []string{"T3", "T4"}})

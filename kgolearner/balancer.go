@@ -366,6 +366,19 @@ func (b *Balancer) Ready(task string) bool {
 	return ok
 }
 
+// Unready withdraws Ready: the learner task's local state fell behind again
+// (the application lost or reset it), so the member stops reporting it
+// ready until Ready is called again (see learner.Worker.Unready). It
+// reports whether task is one of the member's learner tasks. A join already
+// sent may have reported it ready: the assignment answering it may still
+// start the task active here, and the application restores it first.
+func (b *Balancer) Unready(task string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.reportedReady, task) // not a deferred move to chase with a rejoin
+	return b.w.Unready(task)
+}
+
 // SetLag reports the remaining changelog lag of the member's local state of
 // a task (see learner.Worker.SetLag); it is sent at the next join.
 func (b *Balancer) SetLag(task string, lag int64) {

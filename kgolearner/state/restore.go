@@ -421,11 +421,15 @@ func (r *Runtime) reset(t *task, why string) error {
 	}
 	was := t.restored
 	err := t.store.Clear()
+	unready := false
 	if err == nil {
 		t.cp, t.restored, t.pending = Checkpoint{}, 0, nil
 		// An active task that had caught up restores again before it
 		// runs: activate would otherwise run it on the empty store.
 		t.caughtUp = false
+		// A learner reported ready is not any more: the leader would
+		// move the task here to restore from the start while it is down.
+		unready, t.ready = t.ready, false
 		t.resetAt = r.resets.Add(1)
 		if t.consuming {
 			r.rcl.RemoveConsumePartitions(map[string][]int32{t.changelog: {t.partition}})
@@ -436,6 +440,9 @@ func (r *Runtime) reset(t *task, why string) error {
 	t.applyMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("%w: task %s clear: %w", ErrStore, t.id, err)
+	}
+	if unready && !r.cfg.Cooperative {
+		r.topo.Unready(t.id)
 	}
 	r.observeError(fmt.Errorf("state: task %s: store at changelog offset %d, %s: restoring from the start", t.id, was, why))
 	r.kick() // the lag loop adds the partition back

@@ -8,12 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/learnerassignor/learner/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // While an active task catches up, learners and standbys pause; its own
@@ -288,6 +291,45 @@ func TestResetTaskCaughtUpRestoresAgain(t *testing.T) {
 	require.False(t, caughtUp(), "caught up one record short of the end")
 	require.NoError(t, r.restore(tk, recs[1:], r.resets.Load()))
 	require.True(t, caughtUp(), "caught up after restoring again to the end")
+}
+
+// TestResetLearnerWithdrawsReady: a learner that reported Ready and whose
+// store is then reset is not reported ready at the member's next join, so
+// the leader does not move the task to a store that restores from the start.
+func TestResetLearnerWithdrawsReady(t *testing.T) {
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}}})
+	require.NoError(t, err)
+	a, err := learner.New(r.topo.Tasks(), learner.Options{})
+	require.NoError(t, err)
+	codec := wire.NewCodec(a)
+	joinReady := func() []string {
+		var meta kmsg.ConsumerMemberMetadata
+		require.NoError(t, meta.ReadFrom(r.topo.JoinGroupMetadata(nil, nil, 1)))
+		m, err := codec.DecodeMember(meta.UserData)
+		require.NoError(t, err)
+		return m.Ready
+	}
+	joinReady()
+	ka := kmsg.NewConsumerMemberAssignment()
+	ka.UserData, err = codec.AppendAssignment(nil, learner.Assignment{MemberID: "S1", Learning: []string{"0_0"}})
+	require.NoError(t, err)
+	_, err = r.topo.ParseSyncAssignment(ka.AppendTo(nil))
+	require.NoError(t, err)
+
+	tk := r.tasks["0_0"]
+	require.NoError(t, r.open(tk))
+	r.mu.Lock()
+	tk.role, tk.ready = roleLearner, true
+	r.mu.Unlock()
+	require.True(t, r.topo.Ready("0_0"), "Ready(0_0) of the member's learner task")
+	require.Equal(t, []string{"0_0"}, joinReady(), "Ready at the join before the reset")
+
+	require.NoError(t, r.reset(tk, "in a test"))
+	assert.Empty(t, joinReady(), "Ready at the join after the learner's store was reset")
+	r.mu.Lock()
+	assert.False(t, tk.ready, "the task still counts its Ready as reported: it would not report it again once restored")
+	r.mu.Unlock()
 }
 
 // Records restored for a task without a role (fetched while it was a
