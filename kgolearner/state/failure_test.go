@@ -316,6 +316,50 @@ func TestRunClosesStoresWhenStartFails(t *testing.T) {
 	})
 }
 
+// Run starts when the end offsets of the stores it finds on disk cannot be
+// listed at once: a broker answers UNKNOWN_TOPIC_OR_PARTITION for a while
+// after Run created the changelog topic, and Run retries what Kafka marks
+// retriable rather than fail (it failed at the first answer).
+func TestRunStartsThroughRetriableEndOffsetErrors(t *testing.T) {
+	c := newCluster(t, "in") // no changelog topic: Run creates it
+	changelog := state.ChangelogTopic("g", 0)
+	var faults atomic.Int32
+	c.c.ControlKey(int16(kmsg.ListOffsets), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		req := kr.(*kmsg.ListOffsetsRequest)
+		if len(req.Topics) != 1 || req.Topics[0].Topic != changelog || faults.Load() >= 2 {
+			return nil, nil, false
+		}
+		faults.Add(1)
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = changelog
+		for _, rp := range req.Topics[0].Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnknownTopicOrPartition.Code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+		return resp, nil, true
+	})
+	stores := &closingStores{}
+	for _, task := range []string{"0_0", "0_1"} {
+		st, err := stores.MemoryStores.Open(task) // left from an earlier run
+		require.NoError(t, err)
+		require.NoError(t, st.Close())
+	}
+	done, stop := c.run(state.Config{Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Stores: stores, Process: func(*state.Context, *kgo.Record) error { return nil }})
+	require.Eventually(t, func() bool { return faults.Load() == 2 || len(done) > 0 }, 10*time.Second, 10*time.Millisecond, "ListOffsets of the changelog answered with faults")
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned %v after a retriable ListOffsets error at start", err)
+	case <-time.After(2 * time.Second):
+	}
+	stop()
+	require.NoError(t, waitErr(t, done), "Run stopped")
+}
+
 // A changelog topic deleted under running tasks stops Run with an error
 // wrapping kerr.UnknownTopicOrPartition about missingTopicTimeout (10 s)
 // after the deletion, with a handful of Error events (one saying so after

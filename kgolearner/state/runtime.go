@@ -49,6 +49,7 @@ import (
 
 	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -377,7 +378,7 @@ func (r *Runtime) openLocal(ctx context.Context) error {
 	if len(parts) == 0 || r.cfg.Cooperative {
 		return nil
 	}
-	ends, err := EndOffsets(ctx, r.rcl, parts)
+	ends, err := endOffsetsAtStart(ctx, r.rcl, parts)
 	if err != nil {
 		return err
 	}
@@ -387,6 +388,27 @@ func (r *Runtime) openLocal(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// endOffsetsAtStart is EndOffsets retrying, for up to missingTopicTimeout,
+// the errors Kafka marks retriable (kerr.IsRetriable): a broker answers
+// UNKNOWN_TOPIC_OR_PARTITION for a while after the topic was created (Run
+// creates a missing changelog topic just before), and NOT_LEADER_OR_FOLLOWER
+// or LEADER_NOT_AVAILABLE while a leader moves. Run would otherwise fail at
+// start on what the lag loop later rides out.
+func endOffsetsAtStart(ctx context.Context, cl *kgo.Client, parts map[string][]int32) (map[string]map[int32]int64, error) {
+	deadline := time.Now().Add(missingTopicTimeout)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		ends, err := EndOffsets(ctx, cl, parts)
+		if err == nil || !kerr.IsRetriable(err) || time.Now().Add(wait).After(deadline) {
+			return ends, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // open opens the task's store, once.
