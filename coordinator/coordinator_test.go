@@ -56,6 +56,11 @@ func TestMemberApply(t *testing.T) {
 
 	require.True(t, m.Restored("T2"))
 	assert.False(t, m.Restored("T1"), "Restored(active task) = true, want false")
+	require.True(t, m.Unready("T2"))
+	assert.Empty(t, m.Heartbeat().Ready, "Heartbeat().Ready after Unready(T2)")
+	assert.False(t, m.Unready("T1"), "Unready(active task) = true, want false")
+	require.True(t, m.Restored("T2"))
+	assert.Equal(t, []string{"T2"}, m.Heartbeat().Ready, "Heartbeat().Ready after Restored(T2) again")
 	ch, err = m.Apply(Response{MemberID: "S1", Epoch: 3, Active: []string{"T1", "T2"}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"T2"}, ch.StartActive, "a promotion starts the task...")

@@ -98,6 +98,12 @@ func (m *Member) Apply(r Response) (learner.Changes, error) {
 // the member's learners.
 func (m *Member) Restored(task string) bool { return m.w.Restored(task) }
 
+// Unready withdraws Restored when the learner's state fell behind again (the
+// application lost or reset it), so that the coordinator does not promote it
+// until Restored is called again (see learner.Worker.Unready). It reports
+// whether task is one of the member's learners.
+func (m *Member) Unready(task string) bool { return m.w.Unready(task) }
+
 // SetLag records the remaining changelog lag of the member's local state of
 // task; a negative lag forgets it.
 func (m *Member) SetLag(task string, lag int64) { m.w.SetLag(task, lag) }
