@@ -334,6 +334,22 @@ func (sc *Scenario) Check() error {
 			return err
 		}
 	}
+	// Parse counts these as it reads; a scenario built in Go is held to
+	// the same bounds here.
+	joining := 0
+	for _, ev := range sc.Events {
+		if ev.Kind == Join {
+			joining += len(ev.Members)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		n, limit int
+	}{{"tasks", len(sc.Tasks), maxTasks}, {"members", len(sc.Members) + joining, maxMembers}, {"events", len(sc.Events), maxEvents}} {
+		if c.n > c.limit {
+			return &RangeError{Name: c.name, Got: strconv.Itoa(c.n), Want: fmt.Sprintf("at most %d", c.limit)}
+		}
+	}
 	// The metrics sum task-time (downtime and processing add up to tasks x
 	// duration): it must fit a Duration, which 10,000 tasks for 1000h do not.
 	if n := time.Duration(len(sc.Tasks)); n > 0 && sc.Duration > math.MaxInt64/n {

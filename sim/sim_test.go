@@ -763,6 +763,41 @@ func TestParseLimits(t *testing.T) {
 	}
 }
 
+// TestCheckLimits: a scenario built in Go, not parsed, is held to Parse's
+// counts by Check, which Run calls.
+func TestCheckLimits(t *testing.T) {
+	base := func() *Scenario { return parse(t, "duration 1h\ntasks T1 size 1\nmembers S1\n") }
+	for _, tc := range []struct {
+		name string
+		grow func(sc *Scenario)
+		want string
+	}{
+		{"tasks", func(sc *Scenario) {
+			for i := range 10000 {
+				sc.Tasks = append(sc.Tasks, TaskSpec{ID: fmt.Sprintf("X%d", i), Size: 1})
+			}
+		}, "tasks 10001: want at most 10000"},
+		{"members", func(sc *Scenario) {
+			sc.Events = append(sc.Events, Event{At: time.Minute, Kind: Join, Members: make([]MemberSpec, 2000)})
+		}, "members 2001: want at most 2000"},
+		{"events", func(sc *Scenario) {
+			sc.Events = make([]Event, 10001)
+			for i := range sc.Events {
+				sc.Events[i] = Event{At: time.Minute, Kind: CrashLeader}
+			}
+		}, "events 10001: want at most 10000"},
+	} {
+		sc := base()
+		tc.grow(sc)
+		err := sc.Check()
+		if assert.ErrorIs(t, err, ErrScenario, "Check() with too many %s", tc.name) {
+			assert.Contains(t, err.Error(), tc.want, "Check() with too many %s", tc.name)
+		}
+		_, err = Run(sc, LearnerStable)
+		assert.ErrorIs(t, err, ErrScenario, "Run() with too many %s", tc.name)
+	}
+}
+
 // TestRecordOnlyWhenDirty: recording after the events that marked the state
 // dirty gives the results of recording after every event, on the test
 // scenarios and a few of the suite's, under every strategy: no change
