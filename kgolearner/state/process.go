@@ -282,8 +282,19 @@ func (r *Runtime) complete(ctx context.Context, t *task) bool {
 	for i, ch := range t.pending {
 		recs[i] = changelogRecord(t.changelog, t.partition, ch.Key, ch.Value, t.pendingPos)
 	}
+	// The records were written once, within the limits of then; a producer
+	// or topic limit lowered since would refuse them on every try.
+	if err := r.checkSizes(&taskBatch{t: t, changelog: recs}); err != nil {
+		r.fail(err)
+		return false
+	}
 	if err := r.produce(ctx, recs); err != nil {
-		r.observeError(fmt.Errorf("state: task %s: write the %d records the changelog's last input record lacks: %w", t.id, len(recs), err))
+		err = fmt.Errorf("state: task %s: write the %d records the changelog's last input record lacks: %w", t.id, len(recs), err)
+		if errors.Is(err, kerr.MessageTooLarge) {
+			r.fail(err)
+		} else {
+			r.observeError(err)
+		}
 		return false
 	}
 	cp := Checkpoint{Changelog: recs[len(recs)-1].Offset + 1, Input: t.cp.Input}

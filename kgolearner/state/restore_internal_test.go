@@ -256,6 +256,27 @@ func TestRecordFitsAsKgo(t *testing.T) {
 	}
 }
 
+// The changelog records a task writes before it runs (the rest of an
+// input record whose write was cut short) are held to the producer's limits
+// too: too large now (a limit lowered since), they stop Run rather than be
+// refused at every poll.
+func TestCompleteTooLargeStopsRun(t *testing.T) {
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}}})
+	require.NoError(t, err)
+	r.limits = producerLimits{batch: func(string) int32 { return 1000 }, write: 100 << 20, byTopic: map[string]int64{}}
+	tk := r.tasks["0_0"]
+	require.NoError(t, r.open(tk))
+	tk.pending = []Change{{Key: []byte("a"), Value: make([]byte, 2000)}}
+	require.False(t, r.complete(context.Background(), tk), "complete with a record over the producer's limit")
+	select {
+	case err := <-r.fatal:
+		require.ErrorIs(t, err, kerr.MessageTooLarge)
+	default:
+		t.Fatal("complete with a record over the producer's limit did not stop Run")
+	}
+}
+
 // A task activating that had caught up with its changelog and whose store
 // is then reset (the changelog lost records) is no longer caught up: it
 // restores again before it runs, rather than run on an empty store.
