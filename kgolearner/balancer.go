@@ -114,7 +114,12 @@ type Hooks struct {
 	// before the member joins the rebalance; the next owner starts from
 	// there. If it returns an error, or the commit fails, the member keeps
 	// the task: StartActive runs again and the member reports it still
-	// owned, so nobody else starts it in this rebalance.
+	// owned, so nobody else starts it in this rebalance. Except when the
+	// coordinator refused the commit because it no longer has the member
+	// (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID: the release outlasted the
+	// rebalance timeout, say): the group may already run the task
+	// elsewhere, so it stays stopped, and the next owner starts from the
+	// last commit.
 	//
 	// The task's local state stays: the member may get the task back, for
 	// example when it released the task for a learner that was not ready

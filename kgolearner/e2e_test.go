@@ -84,6 +84,9 @@ type group struct {
 	autoCommit time.Duration
 	// session holds members' session timeouts other than sessionTimeout.
 	session map[string]time.Duration
+	// rebalanceTimeout is the members' rebalance timeout: how long the
+	// coordinator waits for every member's JoinGroup.
+	rebalanceTimeout time.Duration
 	// instance holds the instance IDs (kgo.InstanceID) of static members.
 	instance map[string]string
 	producer *producer
@@ -142,6 +145,11 @@ type member struct {
 	stopped   map[string]bool // learner tasks just stopped: value: was ready
 	shutdown  bool
 	loseCalls int // LoseActive calls: the member learned it lost tasks
+	// stopDelay, once set, makes the next StopActive take that long, and
+	// counts the instance it stops as lost: a test sets it to make a
+	// release outlast the rebalance timeout, so the coordinator drops the
+	// member and refuses the release's commit.
+	stopDelay time.Duration
 	// stoppedIn holds, by task, the number of leader rounds when its
 	// StopActive ran; a StartActive before the next round restarts a task
 	// whose release failed.
@@ -161,7 +169,7 @@ func newGroup(t *testing.T, topology []kgolearner.Subtopology) *group {
 	}
 	c, err := kfake.NewCluster(opts...)
 	require.NoError(t, err)
-	g := &group{t: t, cluster: c, topology: topology, autoCommit: 500 * time.Millisecond, session: map[string]time.Duration{}, instance: map[string]string{},
+	g := &group{t: t, cluster: c, topology: topology, autoCommit: 500 * time.Millisecond, session: map[string]time.Duration{}, rebalanceTimeout: 5 * time.Second, instance: map[string]string{},
 		members: map[string]*member{}, active: map[string]string{}, lastOwn: map[string]string{},
 		lostFrom: map[string]bool{}, stateful: map[string]bool{}, processed: map[string]map[int64][]processing{}}
 	g.producer = startProducer(t, c, topology)
@@ -230,7 +238,7 @@ func (g *group) add(name string, autoReady bool) *member {
 		kgo.ConsumerGroup("learner-e2e"),
 		kgo.HeartbeatInterval(heartbeatInterval),
 		kgo.SessionTimeout(session),
-		kgo.RebalanceTimeout(5*time.Second),
+		kgo.RebalanceTimeout(g.rebalanceTimeout),
 		kgo.AutoCommitInterval(g.autoCommit),
 		kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.WithLogger(testLogger{g.t, name}),
@@ -331,10 +339,15 @@ func (g *group) droppedLocked(m *member, task string) bool {
 
 func (m *member) stopActive(task string) error {
 	m.g.mu.Lock()
+	delay := m.stopDelay
+	m.stopDelay = 0
+	m.g.mu.Unlock()
+	time.Sleep(delay)
+	m.g.mu.Lock()
 	defer m.g.mu.Unlock()
 	m.stoppedIn[task] = m.g.rounds.n
 	m.g.releases = append(m.g.releases, release{m.name, task, m.g.rounds.n})
-	m.endLocked(task, false)
+	m.endLocked(task, delay > 0)
 	return nil
 }
 

@@ -278,3 +278,49 @@ func TestFaultSyncRefusedAfterRelease(t *testing.T) {
 	require.Equal(t, f.name, back, "the member %s runs again", task)
 	g.finish() // fails on a record processed twice or skipped
 }
+
+// TestFaultReleaseOutlastsRebalanceTimeout: an owner F's release of a task
+// T that S3 learned (StopActive and its commit) outlasts the rebalance
+// timeout. The coordinator completes the join phase without F, dropping it,
+// and the leader hands F's tasks out; S3 starts T from the last commit. F's
+// release commit is then refused with UNKNOWN_MEMBER_ID, as a real broker
+// refuses a member it no longer has. F must not start T again, as it does
+// after a release that failed while it was still a member: T already runs
+// on S3, and two instances would process its records side by side. What F
+// processed since its last commit runs again (its release could not
+// commit); F learns it lost its other tasks and rejoins as a new member.
+func TestFaultReleaseOutlastsRebalanceTimeout(t *testing.T) {
+	g := newGroup(t, storyTopology)
+	g.autoCommit = time.Minute
+	g.rebalanceTimeout = 1500 * time.Millisecond
+	s1, s2 := g.add("S1", true), g.add("S2", true)
+	g.waitStable(s1, s2)
+	s3 := g.add("S3", false)
+	g.waitFor("S3 to learn its share", func() bool { return len(s3.learning) == 2 })
+	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
+
+	g.mu.Lock()
+	var f *member
+	var task string
+	for _, tk := range s3.learningLocked() {
+		if f == nil {
+			f, task = g.members[g.active[tk]], tk
+		}
+	}
+	require.NotNil(t, f, "an owner of a task S3 learns")
+	f.stopDelay = 2 * g.rebalanceTimeout
+	g.mu.Unlock()
+	fid, _ := f.cl.GroupMetadata()
+	t.Logf("%s owns %s, which S3 learns; its release takes %v", f.name, task, 2*g.rebalanceTimeout)
+
+	s3.readyAll()
+	g.waitFor(f.name+" to learn it lost its tasks", func() bool { return f.loseCalls > 0 })
+	g.waitFor("S3 to run "+task, func() bool { _, ok := s3.active[task]; return ok })
+	g.waitStable(s1, s2, s3)
+	id, _ := f.cl.GroupMetadata()
+	require.NotEqual(t, fid, id, "%s's member ID: the coordinator dropped it", f.name)
+	g.mu.Lock()
+	g.rounds.report(t)
+	g.mu.Unlock()
+	g.finish()
+}

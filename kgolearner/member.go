@@ -2,6 +2,7 @@ package kgolearner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -153,8 +154,17 @@ func (b *Balancer) releaseLearned(ctx context.Context, cl *kgo.Client) {
 	}
 	b.mu.Unlock()
 	// A task that failed starts again: the join reports it owned (it
-	// runs), so nobody else starts it in this rebalance.
-	failed := b.stop(ctx, cl, release)
+	// runs), so nobody else starts it in this rebalance. Not when the
+	// coordinator refused the commit because it no longer has the member
+	// (its session or the rebalance timeout ran out while it released):
+	// the group may already have given the task to another member, which
+	// runs it from the last commit, and the member is about to learn it
+	// lost everything else too (OnPartitionsLost, or a rejoin under a new
+	// member ID). Its join reports the task released, as after a commit.
+	failed, gone := b.stop(ctx, cl, release)
+	if gone {
+		return
+	}
 	b.mu.Lock()
 	for _, t := range failed {
 		b.unreleased[t] = true
@@ -282,12 +292,13 @@ func (b *Balancer) PartitionsLost(_ context.Context, cl *kgo.Client, _ map[strin
 }
 
 // stop stops running tasks and commits their offsets, and returns those
-// that failed (StopActive returned an error or the commit failed). Their
-// partitions are paused first, so no later poll returns their records; they
-// stay paused until the task starts again.
-func (b *Balancer) stop(ctx context.Context, cl *kgo.Client, tasks []string) (failed []string) {
+// that failed (StopActive returned an error or the commit failed), and
+// whether the coordinator refused the commit because it no longer has the
+// member (see commit). Their partitions are paused first, so no later poll
+// returns their records; they stay paused until the task starts again.
+func (b *Balancer) stop(ctx context.Context, cl *kgo.Client, tasks []string) (failed []string, gone bool) {
 	if len(tasks) == 0 {
-		return nil
+		return nil, false
 	}
 	b.pause(cl, tasks)
 	var commit []string
@@ -303,7 +314,8 @@ func (b *Balancer) stop(ctx context.Context, cl *kgo.Client, tasks []string) (fa
 		}
 		commit = append(commit, t)
 	}
-	return append(failed, b.commit(ctx, cl, commit)...)
+	notCommitted, gone := b.commit(ctx, cl, commit)
+	return append(failed, notCommitted...), gone
 }
 
 // lose stops running tasks without committing.
@@ -396,10 +408,15 @@ func (b *Balancer) setRunning(task string, running bool) {
 
 // commit synchronously commits the offsets polled from the tasks'
 // partitions and returns the tasks whose commit failed. Partitions with
-// nothing polled since their last commit need none.
-func (b *Balancer) commit(ctx context.Context, cl *kgo.Client, tasks []string) (failed []string) {
+// nothing polled since their last commit need none. gone reports that the
+// coordinator refused the commit because it no longer has the member:
+// UNKNOWN_MEMBER_ID (it dropped the member) or FENCED_INSTANCE_ID (another
+// instance took over its instance ID). ILLEGAL_GENERATION is not such a
+// refusal: the coordinator checks the member first, so the member is still
+// in the group.
+func (b *Balancer) commit(ctx context.Context, cl *kgo.Client, tasks []string) (failed []string, gone bool) {
 	if cl == nil || len(tasks) == 0 {
-		return nil
+		return nil, false
 	}
 	polled := cl.UncommittedOffsets()
 	offsets := map[string]map[int32]kgo.EpochOffset{}
@@ -414,7 +431,7 @@ func (b *Balancer) commit(ctx context.Context, cl *kgo.Client, tasks []string) (
 		})
 	}
 	if len(offsets) == 0 {
-		return nil
+		return nil, false
 	}
 	ctx, cancel := b.commitContext(ctx)
 	defer cancel()
@@ -427,7 +444,11 @@ func (b *Balancer) commit(ctx context.Context, cl *kgo.Client, tasks []string) (
 		}
 		for _, rt := range resp.Topics {
 			for _, rp := range rt.Partitions {
-				if kerr.ErrorForCode(rp.ErrorCode) != nil {
+				switch err := kerr.ErrorForCode(rp.ErrorCode); {
+				case errors.Is(err, kerr.UnknownMemberID), errors.Is(err, kerr.FencedInstanceID):
+					gone = true
+					fallthrough
+				case err != nil:
 					bad[topicPartition{rt.Topic, rp.Partition}] = true
 				}
 			}
@@ -438,7 +459,7 @@ func (b *Balancer) commit(ctx context.Context, cl *kgo.Client, tasks []string) (
 			failed = append(failed, t)
 		}
 	}
-	return failed
+	return failed, gone
 }
 
 // stateful keeps the stateful tasks of ts: a stateless task moves through
