@@ -21,8 +21,11 @@ func staticGroup(t *testing.T) (g *group, s1, s2, s3 *member) {
 // upgrade. Its client closes (stopping and committing its tasks) and its
 // next incarnation joins under the same instance ID before the session
 // expires; the broker replaces the member without waiting for the session.
-// The new incarnation reports nothing it runs, so the group rebalances: the
-// tasks nobody runs get owners at once, and no record is processed twice.
+// The new incarnation reports nothing it runs, so kfake, which compares the
+// new JoinGroup with the old one, rebalances: the tasks nobody runs get
+// owners at once, and no record is processed twice. (Apache Kafka skips
+// that rebalance and hands the new incarnation its old assignment: see
+// docs/kafka.md, Limits.)
 func TestStaticMemberRestart(t *testing.T) {
 	g, s1, s2, s3 := staticGroup(t)
 	s2.close()
