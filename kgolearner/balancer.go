@@ -184,6 +184,14 @@ type Round struct {
 	// topology or wire version); they count as owning the tasks of the
 	// partitions they own.
 	Undecoded int
+	// Err, when not nil, says why the leader could not compute this round
+	// and wraps ErrTopicsMismatch: a topic of the topology is missing from
+	// the cluster's metadata or has another number of partitions (added to
+	// an input topic, say; Kafka Streams stops on it too). Every member then
+	// keeps what it reported (Planned is that), nothing moves, and the
+	// client's logger gets the error at each rebalance until the topics or
+	// the topology are fixed.
+	Err error
 	// FollowUp reports that kgo will follow this round with another
 	// rebalance, since a member loses a partition it owned or released at
 	// this join. Assignments then tag learned only the stateful tasks
@@ -459,6 +467,19 @@ func (b *Balancer) rejoin() {
 			cl.ForceRebalance()
 		}
 	})
+}
+
+// logError logs err at error level on the bound client's logger
+// (kgo.WithLogger): the leader's plan runs inside kgo's join, which leaves it
+// no other way to the application but the Rebalanced hook.
+func (b *Balancer) logError(err error) {
+	cl := b.cl.Load()
+	if cl == nil {
+		return
+	}
+	if l, ok := cl.OptValue(kgo.WithLogger).(kgo.Logger); ok && l != nil && l.Level() >= kgo.LogLevelError {
+		l.Log(kgo.LogLevelError, "learner leader: every member keeps its tasks", "err", err)
+	}
 }
 
 // ProtocolName implements kgo.GroupBalancer.

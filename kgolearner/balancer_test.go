@@ -320,18 +320,49 @@ func TestLeaderToleratesContradictions(t *testing.T) {
 	assert.NotContains(t, parts["S2"]["orders"], int32(0), "the zombie S2 loses 0_0")
 }
 
-func TestLeaderRejectsPartitionCountMismatch(t *testing.T) {
-	b := newTestBalancer(t, testTopology)
-	gb, _, err := b.MemberBalancer([]kmsg.JoinGroupResponseMember{b.joinMember("S1", nil, nil)})
-	require.NoError(t, err)
+// TestLeaderKeepsClaimsOnTopicsMismatch: when the cluster's topics do not
+// match the topology (a partition added to an input topic, a topic
+// missing), the leader does not fail the rebalance, which would make kgo
+// take its tasks and hold the others in a join loop: every member keeps
+// what it reported, nothing moves (S1's ready learner of 0_1 stays a
+// learner, S2 gets back the 0_2 it released), and Round.Err says why.
+func TestLeaderKeepsClaimsOnTopicsMismatch(t *testing.T) {
 	for _, counts := range []map[string]int32{
 		{"orders": 4, "payments": 3, "clicks": 2},
 		{"orders": 3, "clicks": 2},
 	} {
-		_, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(counts)
-		if assert.Error(t, err, "BalanceOrError(%v)", counts) {
-			assert.Regexp(t, "orders|payments", err.Error(), "BalanceOrError(%v) names the topic", counts)
+		b := newTestBalancer(t, testTopology)
+		var round Round
+		b.hooks.Rebalanced = func(r Round) { round = r }
+		s1 := learner.MemberMetadata{Learning: []string{"0_1"}, Ready: []string{"0_1"}}
+		s2 := learner.MemberMetadata{Revoked: []string{"0_2"}, Standby: []string{"0_0"}}
+		gb, _, err := b.MemberBalancer([]kmsg.JoinGroupResponseMember{
+			b.joinMember("S1", b.encodeMember(t, s1), map[string][]int32{"orders": {0}, "payments": {0}, "clicks": {0}}),
+			b.joinMember("S2", b.encodeMember(t, s2), map[string][]int32{"orders": {1}, "payments": {1}}),
+		})
+		require.NoError(t, err)
+		plan, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(counts)
+		require.NoError(t, err, "BalanceOrError(%v)", counts)
+		require.ErrorIs(t, round.Err, ErrTopicsMismatch, "Round.Err with counts %v", counts)
+		assert.Regexp(t, `"(orders|payments)"`, round.Err.Error(), "Round.Err with counts %v names the topic", counts)
+		sent := map[string]learner.Assignment{}
+		for _, sa := range plan.IntoSyncAssignment() {
+			var ka kmsg.ConsumerMemberAssignment
+			require.NoError(t, ka.ReadFrom(sa.MemberAssignment))
+			parts := map[string][]int32{}
+			for _, at := range ka.Topics {
+				parts[at.Topic] = at.Partitions
+			}
+			as, err := b.codec.DecodeAssignment(ka.UserData)
+			require.NoError(t, err)
+			as.MemberID, as.Assigned = sa.MemberID, b.topo.tasksOf(parts)
+			sent[sa.MemberID] = as
 		}
+		assert.Equal(t, map[string]learner.Assignment{
+			"S1": {MemberID: "S1", Assigned: []string{"0_0", "1_0"}, Learning: []string{"0_1"}},
+			"S2": {MemberID: "S2", Assigned: []string{"0_1", "0_2"}, Standby: []string{"0_0"}},
+		}, sent, "assignments sent with counts %v", counts)
+		assert.Empty(t, round.Deferred, "Round.Deferred with counts %v", counts)
 	}
 }
 

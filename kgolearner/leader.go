@@ -35,21 +35,9 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	if j.claims == nil {
 		return nil, errors.New("kgolearner: the group was balanced already: kgo balances each JoinGroup response once")
 	}
-	for i, s := range b.topo.subs {
-		for _, topic := range s.Topics {
-			n, ok := topics[topic]
-			if !ok {
-				return nil, fmt.Errorf("kgolearner: topic %q of subtopology %d is not in the cluster's metadata", topic, i)
-			}
-			if n != s.Partitions {
-				return nil, fmt.Errorf("kgolearner: topic %q of subtopology %d has %d partitions in the cluster, the topology declares %d",
-					topic, i, n, s.Partitions)
-			}
-		}
-	}
-
 	c, s := j.claims, j.scratch
 	var round Round
+	round.Err = b.topo.checkTopics(topics)
 	members := make([]learner.IndexedMember, len(c.gen))
 	position := make(map[string]int32, len(c.gen)) // learner ID -> member
 	marks := taskMarks{n: len(b.topo.tasks)}
@@ -106,10 +94,22 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 		members[m] = mm
 	}
 
-	out, err := b.assignor.AssignIndexed(members)
-	if err != nil {
-		return nil, fmt.Errorf("kgolearner: %w", err)
+	var out []learner.IndexedAssignment
+	if round.Err != nil {
+		// Failing the rebalance would not stop the group: kgo takes the
+		// leader's tasks from it (OnPartitionsLost) and rejoins, while the
+		// others loop in their join without committing, until an operator
+		// fixes the topics. Every member keeps what it has instead, and
+		// the error is logged on every rebalance until then.
+		b.logError(round.Err)
+		out = keepClaims(members, len(b.topo.tasks))
+	} else {
+		var err error
+		if out, err = b.assignor.AssignIndexed(members); err != nil {
+			return nil, fmt.Errorf("kgolearner: %w", err)
+		}
 	}
+	var err error
 	if b.hooks.Rebalanced != nil {
 		// Only the Round needs the reports and the plan by ID, and before
 		// hand-over edits the plan's lists.
@@ -163,6 +163,31 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	j.claims, j.scratch = nil, nil
 	b.spare.Store(s)
 	return plan, nil
+}
+
+// keepClaims is the plan of a rebalance the leader cannot compute (the
+// cluster's topics do not match the topology): every member keeps what it
+// reports, its active tasks (those it released at this join too), learners
+// and standbys, and a task two members report active stays with the first.
+// Nothing moves, and the hand-over still keeps from a member what another
+// member owns.
+func keepClaims(members []learner.IndexedMember, tasks int) []learner.IndexedAssignment {
+	out := make([]learner.IndexedAssignment, len(members))
+	kept := make([]bool, tasks)
+	for m, mm := range members {
+		as := learner.IndexedAssignment{MemberID: mm.ID, Stale: mm.Stale}
+		for _, t := range slices.Sorted(slices.Values(slices.Concat(mm.Assigned, mm.Revoked))) {
+			if !kept[t] {
+				kept[t] = true
+				as.Assigned = append(as.Assigned, t)
+			}
+		}
+		// disjoint left each task in one of the member's lists.
+		as.Learning = slices.Sorted(slices.Values(slices.Clone(mm.Learning)))
+		as.Standby = slices.Sorted(slices.Values(slices.Clone(mm.Standby)))
+		out[m] = as
+	}
+	return out
 }
 
 // activeIn is every member's active tasks as Assign got them: member m's

@@ -204,7 +204,7 @@ func randomJoin(t *testing.T, b *Balancer, r *rand.Rand) []kmsg.JoinGroupRespons
 }
 
 // TestLeaderReuseMatchesFresh: one Balancer leading random rebalances in
-// turn, some after a plan that failed, sends what a new Balancer sends for
+// turn, some after a round the topics' mismatch kept as it was, sends what a new Balancer sends for
 // each and reports the same Round.
 func TestLeaderReuseMatchesFresh(t *testing.T) {
 	reused := newTestBalancer(t, reuseTopology)
@@ -220,12 +220,16 @@ func TestLeaderReuseMatchesFresh(t *testing.T) {
 		require.NoError(t, err)
 		wantPlan, wantErr := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(reuseCounts)
 
+		if i%5 == 0 {
+			gb, _, err := reused.MemberBalancer(join)
+			require.NoError(t, err)
+			kept, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(map[string]int32{"orders": 1})
+			require.NoError(t, err, "rebalance %d: BalanceOrError with a wrong partition count", i)
+			require.ErrorIs(t, got.Err, ErrTopicsMismatch, "rebalance %d: Round.Err with a wrong partition count", i)
+			require.Empty(t, newOverlaps(t, join, kept.IntoSyncAssignment()), "rebalance %d, kept: partitions sent to a member while another member owns them", i)
+		}
 		gb, _, err = reused.MemberBalancer(join)
 		require.NoError(t, err)
-		if i%5 == 0 {
-			_, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(map[string]int32{"orders": 1})
-			require.Error(t, err, "rebalance %d: BalanceOrError with a wrong partition count", i)
-		}
 		gotPlan, gotErr := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(reuseCounts)
 		require.Equal(t, wantErr, gotErr, "rebalance %d: the error, against a new Balancer's", i)
 		if wantErr != nil {

@@ -2,21 +2,25 @@ package kgolearner_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// plainMember is a member of a group of TestPartialTaskPaused: it runs the
-// tasks its hooks start and notes every record it polls of a task it does
-// not run.
+// plainMember is a member of a group of TestPartialTaskPaused and
+// TestTopicsMismatchKeepsTasks: it runs the tasks its hooks start and notes
+// every record it polls of a task it does not run.
 type plainMember struct {
 	b  *kgolearner.Balancer
 	cl *kgo.Client
@@ -26,7 +30,7 @@ type plainMember struct {
 	strays  []string // records polled of a task not running
 }
 
-func startPlainMember(t *testing.T, c *kfake.Cluster, name string, topology []kgolearner.Subtopology) *plainMember {
+func startPlainMember(t *testing.T, c *kfake.Cluster, name string, topology []kgolearner.Subtopology, rebalanced func(kgolearner.Round)) *plainMember {
 	t.Helper()
 	m := &plainMember{running: map[string]bool{}}
 	set := func(running bool) func(string) {
@@ -36,6 +40,7 @@ func startPlainMember(t *testing.T, c *kfake.Cluster, name string, topology []kg
 		StartActive: set(true),
 		StopActive:  func(task string) error { set(false)(task); return nil },
 		LoseActive:  set(false),
+		Rebalanced:  rebalanced,
 	}})
 	require.NoError(t, err)
 	cl, err := kgo.NewClient(append(b.Opts(),
@@ -104,9 +109,9 @@ func TestPartialTaskPaused(t *testing.T) {
 	p := startProducer(t, c, cur)
 	t.Cleanup(func() { p.stop() })
 
-	leader := startPlainMember(t, c, "old", old) // the first member leads
+	leader := startPlainMember(t, c, "old", old, nil) // the first member leads
 	require.Eventually(t, func() bool { return leader.runs() == 6 }, waitTimeout, 10*time.Millisecond, "the old member runs every task")
-	upgraded := startPlainMember(t, c, "new", cur)
+	upgraded := startPlainMember(t, c, "new", cur, nil)
 	require.Eventually(t, func() bool { return leader.runs() < 6 }, waitTimeout, 10*time.Millisecond, "the old leader hands tasks to the new member")
 	time.Sleep(time.Second) // the new member polls what kgo fetches for it
 	upgraded.mu.Lock()
@@ -116,4 +121,38 @@ func TestPartialTaskPaused(t *testing.T) {
 	// orders-1 move, so the new member runs task 0_0 and holds half of 0_1.
 	assert.Equal(t, 1, upgraded.runs(), "tasks the new member runs")
 	assert.Equal(t, map[string][]int32{"orders": {1}}, upgraded.cl.PauseFetchPartitions(nil), "the new member's paused partitions")
+}
+
+// TestTopicsMismatchKeepsTasks: a partition added to an input topic makes
+// the cluster differ from the topology. The leader keeps every member's
+// tasks where they are and says why (Round.Err); failing the rebalance made
+// kgo take the leader's tasks from it and hold the group in a join loop.
+func TestTopicsMismatchKeepsTasks(t *testing.T) {
+	topology := []kgolearner.Subtopology{{Topics: []string{"orders"}, Partitions: 3}}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(3, "orders"))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	var mismatch atomic.Int32
+	rebalanced := func(r kgolearner.Round) {
+		if errors.Is(r.Err, kgolearner.ErrTopicsMismatch) {
+			mismatch.Add(1)
+		}
+	}
+	leader := startPlainMember(t, c, "m1", topology, rebalanced) // the first member leads
+	require.Eventually(t, func() bool { return leader.runs() == 3 }, waitTimeout, 10*time.Millisecond, "the first member runs every task")
+	other := startPlainMember(t, c, "m2", topology, rebalanced)
+	require.Eventually(t, func() bool { return other.runs() > 0 && leader.runs()+other.runs() == 3 }, waitTimeout, 10*time.Millisecond, "the second member takes tasks")
+	before := [2]int{leader.runs(), other.runs()}
+
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = "orders", 4
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), leader.cl)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].ErrorCode), "CreatePartitions")
+	leader.cl.ForceMetadataRefresh() // the leader rebalances when it sees the new partition
+	require.Eventually(t, func() bool { return mismatch.Load() > 0 }, waitTimeout, 10*time.Millisecond, "a round reporting the topics' mismatch")
+	time.Sleep(time.Second) // what a failed rebalance took from the leader, it would have lost by now
+	assert.Equal(t, before, [2]int{leader.runs(), other.runs()}, "tasks each member runs, before and after the partition was added")
 }

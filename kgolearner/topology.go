@@ -2,6 +2,7 @@ package kgolearner
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -25,8 +26,9 @@ type Subtopology struct {
 	// subtopology only.
 	Topics []string
 	// Partitions is the number of partitions of each topic. The leader
-	// checks it against the cluster's metadata and fails the rebalance on
-	// a difference, rather than leave partitions without a task.
+	// checks it against the cluster's metadata: on a difference every
+	// member keeps its tasks, nothing moves and Round.Err says why, rather
+	// than assign a topology the topics no longer have.
 	Partitions int32
 	// Stateful subtopologies keep local state backed by a changelog: their
 	// tasks move through learners. Stateless tasks move at once.
@@ -107,6 +109,30 @@ func newTopology(subs []Subtopology) (*topology, error) {
 	}
 	return t, nil
 }
+
+// checkTopics compares the topology with the cluster's partition counts by
+// topic (the leader's view of the metadata), naming the first topic, in
+// topology order, that is missing or has another count; nil when they match.
+func (t *topology) checkTopics(counts map[string]int32) error {
+	for i, s := range t.subs {
+		for _, topic := range s.Topics {
+			n, ok := counts[topic]
+			if !ok {
+				return fmt.Errorf("kgolearner: topic %q of subtopology %d is not in the cluster's metadata: %w", topic, i, ErrTopicsMismatch)
+			}
+			if n != s.Partitions {
+				return fmt.Errorf("kgolearner: topic %q of subtopology %d has %d partitions in the cluster, the topology declares %d: %w",
+					topic, i, n, s.Partitions, ErrTopicsMismatch)
+			}
+		}
+	}
+	return nil
+}
+
+// ErrTopicsMismatch is wrapped by Round.Err when the cluster's topics do not
+// match the topology: a topic is missing or has another number of
+// partitions than its subtopology declares.
+var ErrTopicsMismatch = errors.New("the cluster's topics do not match the topology")
 
 // taskOf returns the task of a partition, or -1 if the partition belongs to
 // no task.
