@@ -199,6 +199,17 @@ func (g *group) check() {
 	require.Empty(g.t, g.failures, "invariant violations")
 }
 
+// addLearner starts S1 and S2, which ready their learners at once, then S3,
+// which does not, and waits until S3 learns its share of their tasks (two
+// of the story topology's): the start of every hand-over story.
+func (g *group) addLearner() (s1, s2, s3 *member) {
+	s1, s2 = g.add("S1", true), g.add("S2", true)
+	g.waitStable(s1, s2)
+	s3 = g.add("S3", false)
+	g.waitFor("S3 to learn its share", func() bool { return len(s3.learning) == 2 })
+	return s1, s2, s3
+}
+
 // add starts a member. autoReady members report a learner ready as soon as
 // it starts (their replay is instant), the others when the test says so.
 func (g *group) add(name string, autoReady bool) *member {

@@ -37,10 +37,7 @@ func faultedHandOver(t *testing.T, inject func(g *group, s1, s2, s3 *member) (wh
 func faultedHandOverIn(t *testing.T, g *group, inject func(g *group, s1, s2, s3 *member) (what string, cond func() bool)) (_ *group, duplicates int) {
 	t.Helper()
 	g.autoCommit = time.Minute
-	s1, s2 := g.add("S1", true), g.add("S2", true)
-	g.waitStable(s1, s2)
-	s3 := g.add("S3", false)
-	g.waitFor("S3 to learn its share", func() bool { return len(s3.learning) == 2 })
+	s1, s2, s3 := g.addLearner()
 	what, cond := inject(g, s1, s2, s3)
 	s3.readyAll()
 	if cond != nil {
@@ -220,10 +217,7 @@ func joinControl(g *group, id string, fn func() (kmsg.Response, error, bool)) *a
 func TestFaultSyncRefusedAfterRelease(t *testing.T) {
 	g := newGroup(t, storyTopology)
 	g.autoCommit = time.Minute
-	s1, s2 := g.add("S1", true), g.add("S2", true)
-	g.waitStable(s1, s2)
-	s3 := g.add("S3", false)
-	g.waitFor("S3 to learn its share", func() bool { return len(s3.learning) == 2 })
+	_, _, s3 := g.addLearner()
 	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
 
 	g.mu.Lock()
@@ -293,10 +287,7 @@ func TestFaultReleaseOutlastsRebalanceTimeout(t *testing.T) {
 	g := newGroup(t, storyTopology)
 	g.autoCommit = time.Minute
 	g.rebalanceTimeout = 1500 * time.Millisecond
-	s1, s2 := g.add("S1", true), g.add("S2", true)
-	g.waitStable(s1, s2)
-	s3 := g.add("S3", false)
-	g.waitFor("S3 to learn its share", func() bool { return len(s3.learning) == 2 })
+	s1, s2, s3 := g.addLearner()
 	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
 
 	g.mu.Lock()

@@ -21,10 +21,7 @@ import (
 // B ready, B moves.
 func TestFollowUpKeepsUnreadyLearnedTasks(t *testing.T) {
 	g := newGroup(t, storyTopology)
-	s1, s2 := g.add("S1", true), g.add("S2", true)
-	g.waitStable(s1, s2)
-	s3 := g.add("S3", false)
-	g.waitFor("S3 to learn its share", func() bool { return len(s3.learning) == 2 })
+	s1, s2, s3 := g.addLearner()
 	g.mu.Lock()
 	learning := s3.learningLocked()
 	g.mu.Unlock()
