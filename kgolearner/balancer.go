@@ -188,9 +188,10 @@ type Round struct {
 	// and wraps ErrTopicsMismatch: a topic of the topology is missing from
 	// the cluster's metadata or has another number of partitions (added to
 	// an input topic, say; Kafka Streams stops on it too). Every member then
-	// keeps what it reported (Planned is that), nothing moves, and the
-	// client's logger gets the error at each rebalance until the topics or
-	// the topology are fixed.
+	// keeps what it reported but its ready learners, which stop (Planned is
+	// that, and follows none of Assign's rules: tasks nobody owns stay
+	// unassigned), nothing moves, and the client's logger gets the error at
+	// each rebalance until the topics or the topology are fixed.
 	Err error
 	// FollowUp reports that kgo will follow this round with another
 	// rebalance, since a member loses a partition it owned or released at

@@ -170,7 +170,11 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 // reports, its active tasks (those it released at this join too), learners
 // and standbys, and a task two members report active stays with the first.
 // Nothing moves, and the hand-over still keeps from a member what another
-// member owns.
+// member owns. A learner reported ready stops: never promoted here, it would
+// look to its member like a deferred move, which the member chases with a
+// rejoin (PartitionsAssigned), and the group would rebalance every
+// heartbeat interval until the topics are fixed. Its state stays with the
+// member, reported by lag once the application calls SetLag.
 func keepClaims(members []learner.IndexedMember, tasks int) []learner.IndexedAssignment {
 	out := make([]learner.IndexedAssignment, len(members))
 	kept := make([]bool, tasks)
@@ -183,7 +187,11 @@ func keepClaims(members []learner.IndexedMember, tasks int) []learner.IndexedAss
 			}
 		}
 		// disjoint left each task in one of the member's lists.
-		as.Learning = slices.Sorted(slices.Values(slices.Clone(mm.Learning)))
+		for _, t := range slices.Sorted(slices.Values(slices.Clone(mm.Learning))) {
+			if !slices.Contains(mm.Ready, t) {
+				as.Learning = append(as.Learning, t)
+			}
+		}
 		as.Standby = slices.Sorted(slices.Values(slices.Clone(mm.Standby)))
 		out[m] = as
 	}

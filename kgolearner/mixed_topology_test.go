@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -155,4 +156,60 @@ func TestTopicsMismatchKeepsTasks(t *testing.T) {
 	require.Eventually(t, func() bool { return mismatch.Load() > 0 }, waitTimeout, 10*time.Millisecond, "a round reporting the topics' mismatch")
 	time.Sleep(time.Second) // what a failed rebalance took from the leader, it would have lost by now
 	assert.Equal(t, before, [2]int{leader.runs(), other.runs()}, "tasks each member runs, before and after the partition was added")
+}
+
+// TestTopicsMismatchNoRejoinLoop: while the cluster's topics do not match
+// the topology, the leader keeps every member's tasks, so a learner that
+// reports ready stays a learner. Its member must not take that for a
+// deferred move and rejoin after every rebalance: the group would
+// rebalance every heartbeat interval until an operator fixes the topics.
+func TestTopicsMismatchNoRejoinLoop(t *testing.T) {
+	g := newGroup(t, []kgolearner.Subtopology{{Topics: []string{"orders"}, Partitions: 2, Stateful: true}})
+	s1 := g.add("S1", true)
+	g.waitStable(s1)
+	s2 := g.add("S2", false)
+	g.waitFor("S2 to learn a task", func() bool { return len(s2.learning) > 0 })
+
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = "orders", 3
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), s1.cl)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].ErrorCode), "CreatePartitions")
+	s1.cl.ForceMetadataRefresh()
+	mismatches := func() int {
+		n := 0
+		for _, r := range g.history {
+			if errors.Is(r.Err, kgolearner.ErrTopicsMismatch) {
+				n++
+			}
+		}
+		return n
+	}
+	waitRound := func(what string, cond func() bool) {
+		// Not g.waitFor: the checker judges keepClaims's plan by rules of
+		// Assign's (a learner's task tagged learned on its owner).
+		require.Eventually(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return cond() }, waitTimeout, 10*time.Millisecond, what)
+	}
+	waitRound("a round reporting the topics' mismatch", func() bool { return mismatches() > 0 })
+
+	s2.readyAll()
+	waitRound("a round with S2's learner ready", func() bool {
+		r := g.history[len(g.history)-1]
+		for _, m := range r.Members {
+			if strings.HasPrefix(m.ID, "S2") && len(m.Ready) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	g.mu.Lock()
+	before := mismatches()
+	g.mu.Unlock()
+	time.Sleep(20 * heartbeatInterval)
+	g.mu.Lock()
+	after := mismatches()
+	g.mu.Unlock()
+	assert.LessOrEqual(t, after-before, 1, "rounds in %v while nothing can move", 20*heartbeatInterval)
 }
