@@ -229,7 +229,13 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	}
 	sim.WriteTable(stdout, sc, rs)
 	if out != nil {
-		err := out.Truncate(0)
+		// Only a regular file has an old picture to cut: a device or a
+		// pipe (/dev/stdout, /dev/null) refuses the truncation, which
+		// os.Create's O_TRUNC let them ignore.
+		var err error
+		if fi, serr := out.Stat(); serr != nil || fi.Mode().IsRegular() {
+			err = out.Truncate(0)
+		}
 		if err == nil {
 			err = sim.WriteSVG(out, rs)
 		}

@@ -158,3 +158,14 @@ func TestSimulateScenarioFromStdin(t *testing.T) {
 	require.Equal(t, 0, code, "learner simulate -scenario -: stderr %q", errb.String())
 	assert.Contains(t, out.String(), "2 tasks")
 }
+
+// TestSimulateSVGDevice: -svg onto a file that cannot be truncated (a
+// device, a pipe: /dev/null, /dev/stdout) writes the picture there, as
+// os.Create's truncation, which such files ignore, let it.
+func TestSimulateSVGDevice(t *testing.T) {
+	if _, err := os.Stat(os.DevNull); err != nil || os.DevNull != "/dev/null" {
+		t.Skip("no /dev/null")
+	}
+	_, errs, code := simulate(t, "-members", "4", "-tasks", "6", "-stateless", "1", "-svg", os.DevNull)
+	assert.Equal(t, 0, code, "-svg %s: exit code (stderr %q)", os.DevNull, errs)
+}
