@@ -403,10 +403,27 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 	for _, id := range slices.Sorted(maps.Keys(lags)) {
 		r.topo.SetLag(id, lags[id])
 	}
-	for _, t := range ready {
-		r.topo.Ready(t.id)
-	}
+	r.announceReady(ready)
 	return nil
+}
+
+// announceReady calls Ready for the learner tasks the lag loop found ready
+// and still ready: a reset since the listing (the restore loop's) cleared
+// t.ready and withdraws it, and its Unready must not come before this
+// Ready, or the emptied store would count as ready. readyMu orders the
+// two calls; the client's ForceRebalance, which Ready may call, runs
+// without r.mu.
+func (r *Runtime) announceReady(ready []*task) {
+	for _, t := range ready {
+		r.readyMu.Lock()
+		r.mu.Lock()
+		still := t.ready
+		r.mu.Unlock()
+		if still {
+			r.topo.Ready(t.id)
+		}
+		r.readyMu.Unlock()
+	}
 }
 
 // reset clears a store that its changelog cannot extend (why says how),
@@ -442,7 +459,9 @@ func (r *Runtime) reset(t *task, why string) error {
 		return fmt.Errorf("%w: task %s clear: %w", ErrStore, t.id, err)
 	}
 	if unready && !r.cfg.Cooperative {
+		r.readyMu.Lock() // after a Ready of the lag loop's in flight (announceReady)
 		r.topo.Unready(t.id)
+		r.readyMu.Unlock()
 	}
 	r.observeError(fmt.Errorf("state: task %s: store at changelog offset %d, %s: restoring from the start", t.id, was, why))
 	r.kick() // the lag loop adds the partition back

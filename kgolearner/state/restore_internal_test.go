@@ -368,3 +368,38 @@ func TestRestoredRoleNone(t *testing.T) {
 	require.NoError(t, r.restore(tk, []*kgo.Record{rec}, r.resets.Load()))
 	require.Equal(t, []string{"none"}, roles, "roles reported for a task without a role")
 }
+
+// A store reset between the lag loop's listing, which found the learner
+// ready, and its Ready call must win: the Unready of the reset comes
+// first, and a Ready after it would report an emptied store ready until
+// the next reset.
+func TestResetBeforeReadyCallWins(t *testing.T) {
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}}})
+	require.NoError(t, err)
+	a, err := learner.New(r.topo.Tasks(), learner.Options{})
+	require.NoError(t, err)
+	codec := wire.NewCodec(a)
+	joinReady := func() []string {
+		var meta kmsg.ConsumerMemberMetadata
+		require.NoError(t, meta.ReadFrom(r.topo.JoinGroupMetadata(nil, nil, 1)))
+		m, err := codec.DecodeMember(meta.UserData)
+		require.NoError(t, err)
+		return m.Ready
+	}
+	joinReady()
+	ka := kmsg.NewConsumerMemberAssignment()
+	ka.UserData, err = codec.AppendAssignment(nil, learner.Assignment{MemberID: "S1", Learning: []string{"0_0"}})
+	require.NoError(t, err)
+	_, err = r.topo.ParseSyncAssignment(ka.AppendTo(nil))
+	require.NoError(t, err)
+
+	tk := r.tasks["0_0"]
+	require.NoError(t, r.open(tk))
+	r.mu.Lock()
+	tk.role, tk.ready = roleLearner, true // the lag loop's listing found it ready
+	r.mu.Unlock()
+	require.NoError(t, r.reset(tk, "in a test")) // the restore loop, meanwhile
+	r.announceReady([]*task{tk})                 // the lag loop goes on
+	assert.Empty(t, joinReady(), "Ready at the join after the learner's store was reset")
+}

@@ -149,6 +149,7 @@ type Runtime struct {
 	failed          context.Context // done once fail was called: writes in flight stop
 	cancelFailed    context.CancelFunc
 	resets          atomic.Uint64  // stores reset so far (see restore)
+	readyMu         sync.Mutex     // orders the lag loop's Ready and a reset's Unready (announceReady)
 	limits          producerLimits // of cl, for recordFits
 }
 
