@@ -179,7 +179,7 @@ func keepClaims(members []learner.IndexedMember, tasks int) []learner.IndexedAss
 	out := make([]learner.IndexedAssignment, len(members))
 	kept := make([]bool, tasks)
 	for m, mm := range members {
-		as := learner.IndexedAssignment{MemberID: mm.ID, Stale: mm.Stale}
+		as := learner.IndexedAssignment{MemberID: mm.ID, Stale: slices.SortedFunc(slices.Values(mm.Stale), learner.CompareIDs)}
 		for _, t := range slices.Sorted(slices.Values(slices.Concat(mm.Assigned, mm.Revoked))) {
 			if !kept[t] {
 				kept[t] = true
