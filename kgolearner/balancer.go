@@ -64,7 +64,8 @@
 // records (Opts sets kgo.BlockRebalanceOnPoll, so a rebalance never stops a
 // task in the middle of a poll's records). It calls Ready when a learner
 // has caught up, which makes the member rejoin as its learner.RejoinPolicy
-// says, and Leave to hand its tasks over before it shuts down.
+// says (and Unready if the learner's state is lost again before it is
+// promoted), and Leave to hand its tasks over before it shuts down.
 package kgolearner
 
 import (
