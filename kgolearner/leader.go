@@ -187,12 +187,12 @@ func keepClaims(members []learner.IndexedMember, tasks int) []learner.IndexedAss
 			}
 		}
 		// disjoint left each task in one of the member's lists.
-		for _, t := range slices.Sorted(slices.Values(slices.Clone(mm.Learning))) {
+		for _, t := range slices.Sorted(slices.Values(mm.Learning)) {
 			if !slices.Contains(mm.Ready, t) {
 				as.Learning = append(as.Learning, t)
 			}
 		}
-		as.Standby = slices.Sorted(slices.Values(slices.Clone(mm.Standby)))
+		as.Standby = slices.Sorted(slices.Values(mm.Standby))
 		out[m] = as
 	}
 	return out

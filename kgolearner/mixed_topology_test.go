@@ -145,13 +145,7 @@ func TestTopicsMismatchKeepsTasks(t *testing.T) {
 	require.Eventually(t, func() bool { return other.runs() > 0 && leader.runs()+other.runs() == 3 }, waitTimeout, 10*time.Millisecond, "the second member takes tasks")
 	before := [2]int{leader.runs(), other.runs()}
 
-	req := kmsg.NewPtrCreatePartitionsRequest()
-	rt := kmsg.NewCreatePartitionsRequestTopic()
-	rt.Topic, rt.Count = "orders", 4
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), leader.cl)
-	require.NoError(t, err)
-	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].ErrorCode), "CreatePartitions")
+	addPartitions(t, leader.cl, "orders", 4)
 	leader.cl.ForceMetadataRefresh() // the leader rebalances when it sees the new partition
 	require.Eventually(t, func() bool { return mismatch.Load() > 0 }, waitTimeout, 10*time.Millisecond, "a round reporting the topics' mismatch")
 	time.Sleep(time.Second) // what a failed rebalance took from the leader, it would have lost by now
@@ -160,9 +154,10 @@ func TestTopicsMismatchKeepsTasks(t *testing.T) {
 
 // TestTopicsMismatchNoRejoinLoop: while the cluster's topics do not match
 // the topology, the leader keeps every member's tasks, so a learner that
-// reports ready stays a learner. Its member must not take that for a
-// deferred move and rejoin after every rebalance: the group would
-// rebalance every heartbeat interval until an operator fixes the topics.
+// reports ready is never promoted. Its member must not take that for a
+// deferred move and rejoin after every rebalance (the leader stops the
+// learner): the group would rebalance every heartbeat interval until an
+// operator fixes the topics.
 func TestTopicsMismatchNoRejoinLoop(t *testing.T) {
 	g := newGroup(t, []kgolearner.Subtopology{{Topics: []string{"orders"}, Partitions: 2, Stateful: true}})
 	s1 := g.add("S1", true)
@@ -170,13 +165,7 @@ func TestTopicsMismatchNoRejoinLoop(t *testing.T) {
 	s2 := g.add("S2", false)
 	g.waitFor("S2 to learn a task", func() bool { return len(s2.learning) > 0 })
 
-	req := kmsg.NewPtrCreatePartitionsRequest()
-	rt := kmsg.NewCreatePartitionsRequestTopic()
-	rt.Topic, rt.Count = "orders", 3
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), s1.cl)
-	require.NoError(t, err)
-	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].ErrorCode), "CreatePartitions")
+	addPartitions(t, s1.cl, "orders", 3)
 	s1.cl.ForceMetadataRefresh()
 	mismatches := func() int {
 		n := 0
@@ -212,4 +201,17 @@ func TestTopicsMismatchNoRejoinLoop(t *testing.T) {
 	after := mismatches()
 	g.mu.Unlock()
 	assert.LessOrEqual(t, after-before, 1, "rounds in %v while nothing can move", 20*heartbeatInterval)
+}
+
+// addPartitions raises topic's partition count to count, as an operator
+// would.
+func addPartitions(t *testing.T, cl *kgo.Client, topic string, count int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = topic, count
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].ErrorCode), "CreatePartitions")
 }

@@ -314,17 +314,18 @@ func TestResetTaskCaughtUpRestoresAgain(t *testing.T) {
 	require.True(t, caughtUp(), "caught up after restoring again to the end")
 }
 
-// TestResetLearnerWithdrawsReady: a learner that reported Ready and whose
-// store is then reset is not reported ready at the member's next join, so
-// the leader does not move the task to a store that restores from the start.
-func TestResetLearnerWithdrawsReady(t *testing.T) {
+// learnerRuntime returns a runtime whose member learns task 0_0 (its
+// balancer applied an assignment saying so) with the task's store open,
+// and joinReady, which returns what the member's next join reports ready.
+func learnerRuntime(t *testing.T) (r *Runtime, tk *task, joinReady func() []string) {
+	t.Helper()
 	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
 		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}}})
 	require.NoError(t, err)
 	a, err := learner.New(r.topo.Tasks(), learner.Options{})
 	require.NoError(t, err)
 	codec := wire.NewCodec(a)
-	joinReady := func() []string {
+	joinReady = func() []string {
 		var meta kmsg.ConsumerMemberMetadata
 		require.NoError(t, meta.ReadFrom(r.topo.JoinGroupMetadata(nil, nil, 1)))
 		m, err := codec.DecodeMember(meta.UserData)
@@ -337,9 +338,16 @@ func TestResetLearnerWithdrawsReady(t *testing.T) {
 	require.NoError(t, err)
 	_, err = r.topo.ParseSyncAssignment(ka.AppendTo(nil))
 	require.NoError(t, err)
-
-	tk := r.tasks["0_0"]
+	tk = r.tasks["0_0"]
 	require.NoError(t, r.open(tk))
+	return r, tk, joinReady
+}
+
+// TestResetLearnerWithdrawsReady: a learner that reported Ready and whose
+// store is then reset is not reported ready at the member's next join, so
+// the leader does not move the task to a store that restores from the start.
+func TestResetLearnerWithdrawsReady(t *testing.T) {
+	r, tk, joinReady := learnerRuntime(t)
 	r.mu.Lock()
 	tk.role, tk.ready = roleLearner, true
 	r.mu.Unlock()
@@ -374,28 +382,7 @@ func TestRestoredRoleNone(t *testing.T) {
 // first, and a Ready after it would report an emptied store ready until
 // the next reset.
 func TestResetBeforeReadyCallWins(t *testing.T) {
-	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
-		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}}})
-	require.NoError(t, err)
-	a, err := learner.New(r.topo.Tasks(), learner.Options{})
-	require.NoError(t, err)
-	codec := wire.NewCodec(a)
-	joinReady := func() []string {
-		var meta kmsg.ConsumerMemberMetadata
-		require.NoError(t, meta.ReadFrom(r.topo.JoinGroupMetadata(nil, nil, 1)))
-		m, err := codec.DecodeMember(meta.UserData)
-		require.NoError(t, err)
-		return m.Ready
-	}
-	joinReady()
-	ka := kmsg.NewConsumerMemberAssignment()
-	ka.UserData, err = codec.AppendAssignment(nil, learner.Assignment{MemberID: "S1", Learning: []string{"0_0"}})
-	require.NoError(t, err)
-	_, err = r.topo.ParseSyncAssignment(ka.AppendTo(nil))
-	require.NoError(t, err)
-
-	tk := r.tasks["0_0"]
-	require.NoError(t, r.open(tk))
+	r, tk, joinReady := learnerRuntime(t)
 	r.mu.Lock()
 	tk.role, tk.ready = roleLearner, true // the lag loop's listing found it ready
 	r.mu.Unlock()
