@@ -217,7 +217,7 @@ type Config struct {
 	// CommitTimeout bounds each commit of a stopping task's offsets.
 	// Zero means 10 seconds; keep it well under the rebalance timeout (see
 	// Hooks), since a release's commit runs between the end of a session
-	// and the member's JoinGroup.
+	// and the member's JoinGroup; Bind warns when it is not under it.
 	CommitTimeout time.Duration
 }
 
@@ -340,8 +340,17 @@ func (b *Balancer) Opts() []kgo.Opt {
 }
 
 // Bind gives the balancer the client it balances for, so that Ready and
-// Leave can make it rejoin the group.
-func (b *Balancer) Bind(cl *kgo.Client) { b.cl.Store(cl) }
+// Leave can make it rejoin the group. It warns on the client's logger
+// (kgo.WithLogger) when Config.CommitTimeout is not under the client's
+// rebalance timeout (kgo.RebalanceTimeout): one slow release commit could
+// then outlast a rebalance, and the coordinator would drop the member.
+func (b *Balancer) Bind(cl *kgo.Client) {
+	b.cl.Store(cl)
+	if rt, ok := cl.OptValue(kgo.RebalanceTimeout).(time.Duration); ok && b.commitTimeout >= rt {
+		b.log(kgo.LogLevelWarn, "learner: the commit timeout is not under the rebalance timeout; a slow release commit may get the member dropped from the group",
+			"commit_timeout", b.commitTimeout, "rebalance_timeout", rt)
+	}
+}
 
 // Tasks returns the topology's tasks, in order.
 func (b *Balancer) Tasks() []learner.Task { return b.assignor.Tasks() }
@@ -475,12 +484,18 @@ func (b *Balancer) rejoin() {
 // (kgo.WithLogger): the leader's plan runs inside kgo's join, which leaves it
 // no other way to the application but the Rebalanced hook.
 func (b *Balancer) logError(err error) {
+	b.log(kgo.LogLevelError, "learner leader: every member keeps its tasks", "err", err)
+}
+
+// log logs msg and its key-value pairs at level on the bound client's
+// logger, if it logs that level.
+func (b *Balancer) log(level kgo.LogLevel, msg string, keyvals ...any) {
 	cl := b.cl.Load()
 	if cl == nil {
 		return
 	}
-	if l, ok := cl.OptValue(kgo.WithLogger).(kgo.Logger); ok && l != nil && l.Level() >= kgo.LogLevelError {
-		l.Log(kgo.LogLevelError, "learner leader: every member keeps its tasks", "err", err)
+	if l, ok := cl.OptValue(kgo.WithLogger).(kgo.Logger); ok && l != nil && l.Level() >= level {
+		l.Log(level, msg, keyvals...)
 	}
 }
 

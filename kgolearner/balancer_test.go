@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,6 +68,48 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		if assert.ErrorIs(t, err, ErrInvalidConfig, "New(%+v)", cfg) {
 			assert.True(t, strings.HasPrefix(err.Error(), "kgolearner: "), "New(%+v) error = %v, want a kgolearner: error", cfg, err)
 		}
+	}
+}
+
+// logRecorder is a kgo.Logger that keeps what is logged at warn level and
+// above.
+type logRecorder struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *logRecorder) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+func (r *logRecorder) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, fmt.Sprint(level, " ", msg, keyvals))
+}
+
+// TestBindWarnsOfCommitTimeout: a commit timeout at or over the client's
+// rebalance timeout lets one slow release commit get the member dropped,
+// which New cannot see (the client is built after it), so Bind warns.
+func TestBindWarnsOfCommitTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		commit, rebalance time.Duration
+		warn              bool
+	}{
+		{commit: 0, rebalance: 60 * time.Second}, // the defaults: 10 s under 60 s
+		{commit: 5 * time.Second, rebalance: 10 * time.Second},
+		{commit: 0, rebalance: 10 * time.Second, warn: true}, // the default commit timeout
+		{commit: 30 * time.Second, rebalance: 20 * time.Second, warn: true},
+	} {
+		b, err := New(Config{Subtopologies: testTopology, CommitTimeout: tc.commit})
+		require.NoError(t, err)
+		var logs logRecorder
+		cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.RebalanceTimeout(tc.rebalance), kgo.WithLogger(&logs))
+		require.NoError(t, err)
+		b.Bind(cl)
+		cl.Close()
+		logs.mu.Lock()
+		warned := slices.ContainsFunc(logs.lines, func(l string) bool { return strings.Contains(l, "commit timeout") })
+		logs.mu.Unlock()
+		assert.Equal(t, tc.warn, warned, "Bind with commit timeout %v, rebalance timeout %v: warned = %v, want %v (logged %q)", tc.commit, tc.rebalance, warned, tc.warn, logs.lines)
 	}
 }
 
