@@ -204,9 +204,15 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	var out *os.File
 	created, drawn := false, false
 	if *svg != "" {
-		_, statErr := os.Stat(*svg)
-		created = errors.Is(statErr, os.ErrNotExist)
-		if out, err = os.OpenFile(*svg, os.O_WRONLY|os.O_CREATE, 0o666); err != nil {
+		// O_EXCL tells, in the same step as the open, whether this run
+		// created the file: a separate Stat could see no file that
+		// another process then creates, and a failed run would remove it.
+		out, err = os.OpenFile(*svg, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		created = err == nil
+		if errors.Is(err, os.ErrExist) {
+			out, err = os.OpenFile(*svg, os.O_WRONLY, 0)
+		}
+		if err != nil {
 			return fail("-svg: %v", err)
 		}
 		defer func() {
