@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/learnerassignor/learner/internal/errtext"
 )
 
 // RejoinPolicy says when a worker with learner tasks rejoins the group to
@@ -148,17 +150,32 @@ func (w *Worker) otherLagged() []string {
 
 // Apply takes the assignment the leader sent for this worker and returns the
 // changes the application must make. The assignment must be for the worker's
-// ID and hold each task in at most one of Assigned, Learning and Standby;
+// ID, name tasks by valid IDs (ValidID), hold each task in at most one of
+// Assigned, Learning and Standby, and list it at most once in Learned;
 // otherwise Apply returns an error wrapping ErrInvalidMember and changes
 // nothing.
 func (w *Worker) Apply(a Assignment) (Changes, error) {
 	if a.MemberID != w.id {
 		return Changes{}, fmt.Errorf("learner: assignment for member %q applied to worker %q: %w", a.MemberID, w.id, ErrInvalidMember)
 	}
+	// What the next Join reports must be a report Assign accepts: a
+	// malformed task ID, or a task twice in Learned (twice in Revoked at
+	// the next join), would make the leader refuse the whole group.
+	for i, l := range [...][]string{a.Assigned, a.Learning, a.Standby, a.Learned} {
+		for _, t := range l {
+			if !ValidID(t) {
+				return Changes{}, fmt.Errorf("learner: assignment for member %q: malformed task ID %s in %s: %w",
+					w.id, errtext.Quote(t), [...]string{"assigned", "learning", "standby", "learned"}[i], ErrInvalidMember)
+			}
+		}
+	}
 	if cs := RoleConflicts(a.Assigned, a.Learning, a.Standby); len(cs) > 0 {
 		c, roles := cs[0], [...]string{"assigned", "learning", "standby"}
 		return Changes{}, fmt.Errorf("learner: assignment for member %q: task %q in both %s and %s: %w",
 			w.id, c.Task, roles[c.First], roles[c.List], ErrInvalidMember)
+	}
+	if cs := RoleConflicts(a.Learned); len(cs) > 0 {
+		return Changes{}, fmt.Errorf("learner: assignment for member %q: task %q listed twice in learned: %w", w.id, cs[0].Task, ErrInvalidMember)
 	}
 	c := Changes{
 		StartActive:   missing(a.Assigned, w.active),

@@ -325,3 +325,28 @@ func TestWorkerCrashRejoinWithAssign(t *testing.T) {
 	assert.Contains(t, c.StartActive, "T1", "S1-b's changes %+v start T1", c)
 	assert.Equal(t, MemberMetadata{ID: "S1-b", Assigned: as[i].Assigned}, s1b.Join(), "S1-b reports no lag for a task it runs")
 }
+
+// TestWorkerApplyRefusesWhatJoinCannotReport: an assignment the next Join
+// would turn into a report Assign refuses (a task twice in Learned becomes
+// a task twice in Revoked; a malformed task ID comes back in a list) is an
+// error wrapping ErrInvalidMember, not accepted to fail the whole group's
+// next rebalance at the leader.
+func TestWorkerApplyRefusesWhatJoinCannotReport(t *testing.T) {
+	a, err := New([]Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}}, Options{})
+	require.NoError(t, err)
+	for _, as := range []Assignment{
+		{MemberID: "S1", Assigned: []string{"T1", "T2"}, Learned: []string{"T1", "T1"}},
+		{MemberID: "S1", Assigned: []string{"T1", "T 2"}},
+		{MemberID: "S1", Assigned: []string{"T1", ""}, Learned: []string{""}},
+		{MemberID: "S1", Learning: []string{"T1", "T2/x"}},
+		{MemberID: "S1", Standby: []string{"T2", "é"}},
+	} {
+		w := joined(t, RejoinStable, Assignment{MemberID: "S1", Assigned: []string{"T1"}})
+		c, err := w.Apply(as)
+		assert.ErrorIs(t, err, ErrInvalidMember, "Apply(%+v): want a malformed assignment refused", as)
+		assert.Equal(t, Changes{}, c, "Changes of a rejected assignment %+v", as)
+		m := w.Join()
+		_, err = a.Assign([]MemberMetadata{m})
+		assert.NoError(t, err, "Assign refuses the join report %s that follows Apply(%+v)", FormatMember(m), as)
+	}
+}
