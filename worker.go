@@ -169,13 +169,18 @@ func (w *Worker) Apply(a Assignment) (Changes, error) {
 			}
 		}
 	}
-	if cs := RoleConflicts(a.Assigned, a.Learning, a.Standby); len(cs) > 0 {
-		c, roles := cs[0], [...]string{"assigned", "learning", "standby"}
-		return Changes{}, fmt.Errorf("learner: assignment for member %q: task %q in both %s and %s: %w",
-			w.id, c.Task, roles[c.First], roles[c.List], ErrInvalidMember)
-	}
-	if cs := RoleConflicts(a.Learned); len(cs) > 0 {
-		return Changes{}, fmt.Errorf("learner: assignment for member %q: task %q listed twice in learned: %w", w.id, cs[0].Task, ErrInvalidMember)
+	for _, lists := range [...][][]string{{a.Assigned, a.Learning, a.Standby}, {a.Learned}} {
+		if cs := RoleConflicts(lists...); len(cs) > 0 {
+			c, roles := cs[0], [...]string{"assigned", "learning", "standby"}
+			if len(lists) == 1 {
+				roles[0] = "learned"
+			}
+			where := fmt.Sprintf("in both %s and %s", roles[c.First], roles[c.List])
+			if c.First == c.List {
+				where = "listed twice in " + roles[c.List]
+			}
+			return Changes{}, fmt.Errorf("learner: assignment for member %q: task %q %s: %w", w.id, c.Task, where, ErrInvalidMember)
+		}
 	}
 	c := Changes{
 		StartActive:   missing(a.Assigned, w.active),

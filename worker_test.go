@@ -350,3 +350,14 @@ func TestWorkerApplyRefusesWhatJoinCannotReport(t *testing.T) {
 		assert.NoError(t, err, "Assign refuses the join report %s that follows Apply(%+v)", FormatMember(m), as)
 	}
 }
+
+// TestWorkerApplyNamesRepeat: a task listed twice in one list of an
+// assignment is named as such, not as "in both assigned and assigned".
+func TestWorkerApplyNamesRepeat(t *testing.T) {
+	w := joined(t, RejoinStable, Assignment{MemberID: "S1"})
+	_, err := w.Apply(Assignment{MemberID: "S1", Assigned: []string{"T1", "T1"}})
+	require.ErrorIs(t, err, ErrInvalidMember)
+	assert.EqualError(t, err, `learner: assignment for member "S1": task "T1" listed twice in assigned: invalid member metadata`)
+	_, err = w.Apply(Assignment{MemberID: "S1", Assigned: []string{"T1"}, Standby: []string{"T1"}})
+	assert.EqualError(t, err, `learner: assignment for member "S1": task "T1" in both assigned and standby: invalid member metadata`)
+}
