@@ -38,7 +38,9 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte{2, 1, 0, 0, 0, 0, 0, 0, 0, 0})
-	f.Add([]byte{1, 1}) // a recipe Assign and AppendMember refuse: 0_1 assigned and revoked
+	f.Add([]byte{1, 1})                                 // a recipe Assign and AppendMember refuse: 0_1 assigned and revoked
+	f.Add([]byte{1, 2, 3, 4, 5, 3, 0, 8, 9, 11, 12, 5}) // a loose recipe reporting task 5's lag twice
+	f.Add([]byte{1, 2, 6, 4, 5, 6})                     // a loose recipe listing learning task 6 ready twice
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, codec := range []*Codec{c, other} {
 			m, err := codec.DecodeMember(data)
@@ -95,8 +97,8 @@ func checkDecoded[T any](t *testing.T, name string, data []byte, v T, err error,
 // one task (known or not) into one of the lists. After an even first byte
 // the report is valid; after an odd one a task may come back in another
 // list or the same, and a ready task may not be learning, so the report
-// may be one Assign rejects. Lags and ready tasks never repeat: Assign
-// does not yet reject repeats of unknown tasks there (issue 11, fix 3).
+// may be one Assign rejects: after an odd first byte a lag or a ready
+// task may also repeat, which both must refuse.
 func memberFromRecipe(c *Codec, data []byte) learner.MemberMetadata {
 	m := learner.MemberMetadata{ID: "S1"}
 	loose := len(data) > 0 && data[0]&1 == 1
@@ -117,19 +119,19 @@ func memberFromRecipe(c *Codec, data []byte) learner.MemberMetadata {
 			m.Revoked = append(m.Revoked, id)
 		case 2:
 			m.Learning = append(m.Learning, id)
-			if x&1 == 0 && !seenReady[id] {
+			if x&1 == 0 && (!seenReady[id] || loose) {
 				seenReady[id] = true
 				m.Ready = append(m.Ready, id)
 			}
 		case 3:
 			m.Standby = append(m.Standby, id)
 		case 4:
-			if !seenLag[id] {
+			if !seenLag[id] || loose {
 				seenLag[id] = true
 				m.Lag = append(m.Lag, learner.TaskLag{Task: id, Lag: int64(x) << (x % 50)})
 			}
 		case 5:
-			if loose && !seenReady[id] {
+			if loose {
 				seenReady[id] = true
 				m.Ready = append(m.Ready, id)
 			}
