@@ -158,29 +158,8 @@ func (w *Worker) Apply(a Assignment) (Changes, error) {
 	if a.MemberID != w.id {
 		return Changes{}, fmt.Errorf("learner: assignment for member %q applied to worker %q: %w", a.MemberID, w.id, ErrInvalidMember)
 	}
-	// What the next Join reports must be a report Assign accepts: a
-	// malformed task ID, or a task twice in Learned (twice in Revoked at
-	// the next join), would make the leader refuse the whole group.
-	for i, l := range [...][]string{a.Assigned, a.Learning, a.Standby, a.Learned} {
-		for _, t := range l {
-			if !ValidID(t) {
-				return Changes{}, fmt.Errorf("learner: assignment for member %q: malformed task ID %s in %s: %w",
-					w.id, errtext.Quote(t), [...]string{"assigned", "learning", "standby", "learned"}[i], ErrInvalidMember)
-			}
-		}
-	}
-	for _, lists := range [...][][]string{{a.Assigned, a.Learning, a.Standby}, {a.Learned}} {
-		if cs := RoleConflicts(lists...); len(cs) > 0 {
-			c, roles := cs[0], [...]string{"assigned", "learning", "standby"}
-			if len(lists) == 1 {
-				roles[0] = "learned"
-			}
-			where := fmt.Sprintf("in both %s and %s", roles[c.First], roles[c.List])
-			if c.First == c.List {
-				where = "listed twice in " + roles[c.List]
-			}
-			return Changes{}, fmt.Errorf("learner: assignment for member %q: task %q %s: %w", w.id, c.Task, where, ErrInvalidMember)
-		}
+	if err := w.checkAssignment(a); err != nil {
+		return Changes{}, err
 	}
 	c := Changes{
 		StartActive:   missing(a.Assigned, w.active),
@@ -212,6 +191,38 @@ func (w *Worker) Apply(a Assignment) (Changes, error) {
 	w.handedOver = w.leaving && len(w.active) == 0
 	c.Shutdown = w.handedOver
 	return c, nil
+}
+
+// checkAssignment returns Apply's error for an assignment whose next Join
+// would be a report Assign refuses, failing the whole group's rebalance at
+// the leader: a malformed task ID comes back in a list, a task twice in
+// Learned comes back twice in Revoked, and a task in two of Assigned,
+// Learning and Standby in two roles. Learned tags Assigned tasks, so it is
+// checked for repeats on its own.
+func (w *Worker) checkAssignment(a Assignment) error {
+	lists := [...][]string{a.Assigned, a.Learning, a.Standby, a.Learned}
+	names := [...]string{"assigned", "learning", "standby", "learned"}
+	for i, l := range lists {
+		for _, t := range l {
+			if !ValidID(t) {
+				return fmt.Errorf("learner: assignment for member %q: malformed task ID %s in %s: %w",
+					w.id, errtext.Quote(t), names[i], ErrInvalidMember)
+			}
+		}
+	}
+	for _, span := range [...][2]int{{0, 3}, {3, 4}} {
+		cs := RoleConflicts(lists[span[0]:span[1]]...)
+		if len(cs) == 0 {
+			continue
+		}
+		c := cs[0]
+		where := fmt.Sprintf("in both %s and %s", names[span[0]+c.First], names[span[0]+c.List])
+		if c.First == c.List {
+			where = "listed twice in " + names[span[0]+c.List]
+		}
+		return fmt.Errorf("learner: assignment for member %q: task %q %s: %w", w.id, c.Task, where, ErrInvalidMember)
+	}
+	return nil
 }
 
 // missing returns the tasks of a that are not in b, in a's order.
