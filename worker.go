@@ -290,16 +290,23 @@ func (w *Worker) readyNews() bool {
 // task (a learner, a standby, or state left on disk, for example after a
 // restart with a new ID). It is reported at the next join so the leader can
 // prefer warm members. A negative lag forgets the task's lag. Lags of tasks
-// the worker runs active are dropped when it applies an assignment.
-func (w *Worker) SetLag(task string, lag int64) {
+// the worker runs active are dropped when it applies an assignment. A
+// malformed task ID (see ValidID) is an error wrapping ErrInvalidMember
+// and records nothing: the leader would refuse the report, and with it the
+// whole group's rebalance.
+func (w *Worker) SetLag(task string, lag int64) error {
+	if !ValidID(task) {
+		return fmt.Errorf("learner: worker %q: lag of malformed task ID %s: %w", w.id, errtext.Quote(task), ErrInvalidMember)
+	}
 	if lag < 0 {
 		delete(w.lag, task)
-		return
+		return nil
 	}
 	if w.lag == nil {
 		w.lag = map[string]int64{}
 	}
 	w.lag[task] = lag
+	return nil
 }
 
 // Leave announces that the worker is to leave the group ("leaving soon"): it

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -360,4 +361,22 @@ func TestWorkerApplyNamesRepeat(t *testing.T) {
 	assert.EqualError(t, err, `learner: assignment for member "S1": task "T1" listed twice in assigned: invalid member metadata`)
 	_, err = w.Apply(Assignment{MemberID: "S1", Assigned: []string{"T1"}, Standby: []string{"T1"}})
 	assert.EqualError(t, err, `learner: assignment for member "S1": task "T1" in both assigned and standby: invalid member metadata`)
+}
+
+// TestWorkerSetLagRefusesMalformedID: a lag reported under a malformed task
+// ID would make the leader refuse the next join's report, and with it the
+// group's rebalance, so SetLag refuses it instead.
+func TestWorkerSetLagRefusesMalformedID(t *testing.T) {
+	a, err := New([]Task{{ID: "T1", Stateful: true}}, Options{})
+	require.NoError(t, err)
+	w := NewWorker("S1", RejoinStable)
+	for _, id := range []string{"", "my task", "T1/x", strings.Repeat("T", 256)} {
+		err := w.SetLag(id, 5)
+		assert.ErrorIs(t, err, ErrInvalidMember, "SetLag(%.20q, 5)", id)
+	}
+	require.NoError(t, w.SetLag("T9", 5), "SetLag of a task the topology lacks")
+	m := w.Join()
+	assert.Equal(t, []TaskLag{{"T9", 5}}, m.Lag, "Join's lags after the malformed ones were refused")
+	_, err = a.Assign([]MemberMetadata{m})
+	assert.NoError(t, err, "Assign refuses the join report %s", FormatMember(m))
 }

@@ -105,8 +105,14 @@ func (m *Member) Restored(task string) bool { return m.w.Restored(task) }
 func (m *Member) Unready(task string) bool { return m.w.Unready(task) }
 
 // SetLag records the remaining changelog lag of the member's local state of
-// task; a negative lag forgets it.
-func (m *Member) SetLag(task string, lag int64) { m.w.SetLag(task, lag) }
+// task; a negative lag forgets it. A malformed task ID is an error wrapping
+// learner.ErrInvalidMember (see learner.Worker.SetLag).
+func (m *Member) SetLag(task string, lag int64) error {
+	if err := m.w.SetLag(task, lag); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	return nil
+}
 
 // Leave announces that the member leaves, by deadline if it is not zero.
 func (m *Member) Leave(deadline time.Time) {

@@ -404,11 +404,16 @@ func (b *Balancer) Unready(task string) bool {
 }
 
 // SetLag reports the remaining changelog lag of the member's local state of
-// a task (see learner.Worker.SetLag); it is sent at the next join.
-func (b *Balancer) SetLag(task string, lag int64) {
+// a task (see learner.Worker.SetLag); it is sent at the next join. A
+// malformed task ID is an error wrapping learner.ErrInvalidMember: the
+// member's report could not be encoded with it.
+func (b *Balancer) SetLag(task string, lag int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.w.SetLag(task, lag)
+	if err := b.w.SetLag(task, lag); err != nil {
+		return fmt.Errorf("kgolearner: %w", err)
+	}
+	return nil
 }
 
 // Leave announces that the member is leaving: it rejoins so that the leader
