@@ -40,7 +40,7 @@ type cmember struct {
 	gen      uint64 // bumped to cancel a scheduled heartbeat
 	inFlight bool   // a heartbeat awaits its response
 	again    bool   // heartbeat again as soon as the response is in
-	lagged   []bool // per task: its lag is reported to m
+	lagged   []int  // increasing: the tasks whose lag is reported to m
 }
 
 func newCoordStrategy(e *engine, _ Strategy) (strategy, error) {
@@ -87,7 +87,7 @@ func (s *coordStrategy) wall() time.Time { return epoch.Add(s.e.now) }
 // when the coordinator's recovery window (opened a session timeout earlier)
 // closes.
 func (s *coordStrategy) initial(m *member, a learner.Assignment) {
-	cm := &cmember{m: coordinator.NewMember(s.incarnation(m)), lagged: make([]bool, len(s.tasks))}
+	cm := &cmember{m: coordinator.NewMember(s.incarnation(m))}
 	s.cms[m] = cm
 	if _, err := cm.m.Apply(coordinator.Response{MemberID: cm.m.ID(), Epoch: 1, Active: a.Assigned, Standby: a.Standby}); err != nil {
 		s.e.fail("%v", err)
@@ -138,7 +138,7 @@ func (s *coordStrategy) incarnation(m *member) string {
 // joined sets up a member that joins; a restarted one replaces its
 // previous incarnation at once and reports the state it finds on disk.
 func (s *coordStrategy) joined(m *member) {
-	cm := &cmember{m: coordinator.NewMember(s.incarnation(m)), lagged: make([]bool, len(s.tasks))}
+	cm := &cmember{m: coordinator.NewMember(s.incarnation(m))}
 	for _, o := range slices.Backward(s.e.members[:m.idx]) {
 		if o.id == m.id {
 			cm.m = coordinator.RestartOf(cm.m.ID(), s.cms[o].m.ID())
@@ -201,18 +201,23 @@ func (s *coordStrategy) beat(m *member) {
 		return // crashed or gone: no more heartbeats
 	}
 	cm := s.cms[m]
-	for t, sl := range m.slots {
-		switch {
-		case sl != nil && sl.role != active:
+	// Only the member's own slots and what it reported last: walking
+	// every task at every heartbeat, and forgetting every other task's
+	// lag, were most of a run. The member keeps lags in a map, so the
+	// order of the calls does not matter.
+	var lagged []int
+	for _, t := range m.held {
+		if m.slots[t].role != active {
 			cm.m.SetLag(s.e.tasks[t].ID, s.e.lag(m, t))
-			cm.lagged[t] = true
-		case cm.lagged[t]:
-			// Forgetting only what was reported: forgetting every
-			// other task at every heartbeat was a third of a run.
-			cm.m.SetLag(s.e.tasks[t].ID, -1)
-			cm.lagged[t] = false
+			lagged = append(lagged, t)
 		}
 	}
+	for _, t := range cm.lagged {
+		if _, still := slices.BinarySearch(lagged, t); !still {
+			cm.m.SetLag(s.e.tasks[t].ID, -1)
+		}
+	}
+	cm.lagged = lagged
 	s.e.res.Metrics.Messages++
 	s.c.Tick(s.wall())
 	resp, err := s.c.Heartbeat(s.wall(), cm.m.Heartbeat())

@@ -51,7 +51,13 @@ type member struct {
 	crashed bool          // it died without notice (crash or restart), not gracefully
 	expires time.Duration // crashed: when its session times out
 	slots   []*slot       // by task index (dense: simple and fast at simulator sizes); nil: no local state
-	worker  *learner.Worker
+	// held lists, increasing, the tasks whose slot is not nil. A member
+	// holds about tasks/members of them, so the per-event scans (a
+	// heartbeat's roles, record) walk it instead of all the slots: at 400
+	// members x 4,000 tasks walking every slot was most of a run. Only
+	// setSlot changes slots, which keeps the two in step.
+	held   []int
+	worker *learner.Worker
 }
 
 type event struct {
@@ -101,6 +107,10 @@ type engine struct {
 	// assignment and nobody has taken it over since.
 	from   []int
 	moving []bool
+	// want is setRoles' scratch, per task: the roles an assignment gives
+	// (bits 1 active, 2 learning, 4 standby); all zero between calls, so
+	// that a call costs the member's tasks, not every task.
+	want []uint8
 
 	res     Result
 	lastT   time.Duration // metrics are integrated up to here
@@ -150,7 +160,8 @@ func run(sc *Scenario, s Strategy) (*Result, error) {
 		return nil, err
 	}
 	e := &engine{sc: sc, lastOwner: make([]int, len(sc.Tasks)), cause: make([]Cause, len(sc.Tasks)), idleSince: make([]time.Duration, len(sc.Tasks)),
-		index: make(map[string]int, len(sc.Tasks)), from: make([]int, len(sc.Tasks)), moving: make([]bool, len(sc.Tasks))}
+		index: make(map[string]int, len(sc.Tasks)), from: make([]int, len(sc.Tasks)), moving: make([]bool, len(sc.Tasks)),
+		want: make([]uint8, len(sc.Tasks))}
 	for i, t := range sc.Tasks {
 		e.tasks = append(e.tasks, learner.Task{ID: t.ID, Stateful: t.Size > 0})
 		e.size = append(e.size, t.Size)
@@ -218,12 +229,12 @@ func (e *engine) start() {
 		e.strat.initial(m, as[i])
 		for _, id := range as[i].Assigned {
 			t := e.index[id]
-			m.slots[t] = &slot{role: active, have: e.size[t], done: true}
+			e.setSlot(m, t, &slot{role: active, have: e.size[t], done: true})
 			e.lastOwner[t] = m.idx
 		}
 		for _, id := range as[i].Standby {
 			t := e.index[id]
-			m.slots[t] = &slot{role: standby, have: e.size[t], done: true}
+			e.setSlot(m, t, &slot{role: standby, have: e.size[t], done: true})
 		}
 	}
 	e.record()
@@ -326,10 +337,8 @@ func (e *engine) script(ev Event) {
 // out. It returns the state m leaves on disk.
 func (e *engine) crash(m *member) []*slot {
 	onDisk := make([]*slot, len(m.slots))
-	for t, s := range m.slots {
-		if s == nil {
-			continue
-		}
+	for _, t := range m.held {
+		s := m.slots[t]
 		e.settle(m, t)
 		onDisk[t] = &slot{role: disk, have: s.have, done: s.done}
 		if s.role == active {
@@ -354,7 +363,7 @@ func (e *engine) restart(old *member, onDisk []*slot) {
 	for t, s := range onDisk {
 		if s != nil {
 			s.since = e.now
-			m.slots[t] = s
+			e.setSlot(m, t, s)
 		}
 	}
 	e.strat.joined(m)
@@ -365,12 +374,22 @@ func (e *engine) restart(old *member, onDisk []*slot) {
 func (e *engine) kill(m *member) {
 	m.alive, e.dirty = false, true
 	e.res.Timeline.Members[m.idx].Gone = e.now
-	for t, s := range m.slots {
-		if s != nil {
-			s.gen++
-			m.slots[t] = nil
-		}
+	for _, t := range slices.Clone(m.held) {
+		m.slots[t].gen++
+		e.setSlot(m, t, nil)
 	}
+}
+
+// setSlot makes s (nil: none) m's local state of t.
+func (e *engine) setSlot(m *member, t int, s *slot) {
+	at, found := slices.BinarySearch(m.held, t)
+	switch {
+	case s != nil && !found:
+		m.held = slices.Insert(m.held, at, t)
+	case s == nil && found:
+		m.held = slices.Delete(m.held, at, at+1)
+	}
+	m.slots[t] = s
 }
 
 // depart is a graceful exit: the member stops and leaves the group at once,
@@ -383,8 +402,8 @@ func (e *engine) depart(m *member, why string) {
 	if !m.alive {
 		return
 	}
-	for t, s := range m.slots {
-		if s != nil && s.role == active && e.caughtUp(t, learning, standby) {
+	for _, t := range m.held {
+		if s := m.slots[t]; s.role == active && e.caughtUp(t, learning, standby) {
 			e.setCause(t, CausePromotion)
 		}
 	}
@@ -504,11 +523,27 @@ func (e *engine) finishRebalance(r Round, group []*member, leader *member) {
 // tasks; it keeps the local state of tasks it held in any role and drops the
 // rest (state left on disk included: the model has no cleanup delay).
 func (e *engine) setRoles(m *member, a learner.Assignment) {
-	act, lrn, sby := e.taskSet(a.Assigned), e.taskSet(a.Learning), e.taskSet(a.Standby)
-	for t := range e.tasks {
+	want := e.want
+	ts := slices.Clone(m.held)
+	for r, ids := range [...][]string{a.Assigned, a.Learning, a.Standby} {
+		for _, id := range ids {
+			if t, ok := e.index[id]; ok {
+				want[t] |= 1 << r
+				ts = append(ts, t)
+			}
+		}
+	}
+	// Only the tasks m holds or is given can change, so only they are
+	// visited, in task order as a walk over every task would: setRole
+	// schedules events, and their order breaks ties between events at one
+	// instant. A walk over every task was most of the coordinator
+	// strategy's time, one per heartbeat response.
+	slices.Sort(ts)
+	for _, t := range slices.Compact(ts) {
 		before := m.slots[t].view()
-		e.setRole(m, t, act[t], lrn[t], sby[t])
+		e.setRole(m, t, want[t]&1 != 0, want[t]&2 != 0, want[t]&4 != 0)
 		e.dirty = e.dirty || m.slots[t].view() != before
+		want[t] = 0
 	}
 }
 
@@ -529,13 +564,13 @@ func (e *engine) setRole(m *member, t int, act, lrn, sby bool) {
 	if !act && !lrn && !sby {
 		if s != nil {
 			s.gen++
-			m.slots[t] = nil
+			e.setSlot(m, t, nil)
 		}
 		return
 	}
 	if s == nil {
 		s = &slot{done: e.size[t] == 0, since: e.now}
-		m.slots[t] = s
+		e.setSlot(m, t, s)
 	}
 	e.settle(m, t)
 	was := s.role
@@ -797,8 +832,8 @@ func (e *engine) integrate(to time.Duration) {
 func (e *engine) processing() []int {
 	procs := make([]int, len(e.tasks))
 	for _, m := range e.members {
-		for t, s := range m.slots {
-			if m.alive && s != nil && s.role == active && !s.stopped && s.done {
+		for _, t := range m.held {
+			if s := m.slots[t]; m.alive && s.role == active && !s.stopped && s.done {
 				procs[t]++
 			}
 		}
@@ -820,11 +855,11 @@ func (e *engine) balanced(procs []int) bool {
 			continue
 		}
 		n := 0
-		for _, s := range m.slots {
-			if s != nil && s.role == learning {
+		for _, t := range m.held {
+			switch m.slots[t].role {
+			case learning:
 				return false
-			}
-			if s != nil && s.role == active {
+			case active:
 				n++
 			}
 		}
@@ -876,9 +911,9 @@ func (e *engine) record() {
 		}
 		var st MemberState
 		st.At = e.now
-		for t, s := range m.slots {
-			switch {
-			case s == nil || !m.alive || s.role == disk:
+		for _, t := range m.held {
+			switch s := m.slots[t]; {
+			case !m.alive || s.role == disk:
 			case s.role == learning:
 				st.Learning++
 				if procs[t] > 0 {
