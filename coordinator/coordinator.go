@@ -92,6 +92,15 @@ type Coordinator struct {
 	// (Tick), so it holds at most the members removed in the last session
 	// timeout.
 	buriedUntil map[string]time.Time
+	// nextExpiry is when the earliest session expiry or burial end that
+	// Tick's last scan found is due (zero: none was pending), so that Tick,
+	// which an embedder calls often (the simulator: at every heartbeat and
+	// every 100 ms), scans the members and buried IDs only when one can be
+	// due: scanning them at every call made a run's ticks cost members x
+	// heartbeats. Every expiry or burial end set later is the clock's time
+	// then plus SessionTimeout, no earlier than any already pending, so the
+	// bound holds until the scan it calls for.
+	nextExpiry time.Time
 
 	now          time.Time
 	started      bool
@@ -299,6 +308,10 @@ func (c *Coordinator) Recovering() bool { return c.started && c.now.Before(c.rec
 // as those heartbeat. A time before the latest one seen counts as that one.
 func (c *Coordinator) Tick(now time.Time) []string {
 	c.advance(now)
+	if c.now.Before(c.nextExpiry) {
+		return nil // nothing is due
+	}
+	c.nextExpiry = time.Time{}
 	for id, until := range c.buriedUntil {
 		if !c.now.Before(until) {
 			delete(c.buriedUntil, id)
@@ -308,8 +321,19 @@ func (c *Coordinator) Tick(now time.Time) []string {
 	for _, m := range slices.Clone(c.members) {
 		if c.now.Sub(m.lastHeard) >= c.cfg.SessionTimeout {
 			gone = append(gone, m.id)
-			c.remove(m)
+			c.remove(m) // buries m.id: its end is noted below
 		}
+	}
+	due := func(t time.Time) {
+		if c.nextExpiry.IsZero() || t.Before(c.nextExpiry) {
+			c.nextExpiry = t
+		}
+	}
+	for _, m := range c.members {
+		due(m.lastHeard.Add(c.cfg.SessionTimeout))
+	}
+	for _, until := range c.buriedUntil {
+		due(until)
 	}
 	return gone
 }

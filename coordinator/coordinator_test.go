@@ -245,3 +245,36 @@ func TestRestartBuriesUnknownIncarnation(t *testing.T) {
 	require.Equal(t, []string{"T1", "T2"}, s2.Active())
 	lateJoinRefused(t, c, now.Add(time.Second), join, s2)
 }
+
+// TestTickDropsOnTime: Tick drops each member exactly a session timeout
+// after its last heartbeat, however the ticks, heartbeats and joins
+// interleave with the bound Tick keeps to skip its scans, a group that
+// emptied and a late join's burial included.
+func TestTickDropsOnTime(t *testing.T) {
+	c, err := New([]learner.Task{{ID: "T1"}}, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
+	require.NoError(t, err)
+	sec := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	s1, s2 := NewMember("S1"), NewMember("S2")
+	beatApply(t, c, sec(0), s1)
+	assert.Empty(t, c.Tick(sec(1)), "nothing is due at 1 s")
+	beatApply(t, c, sec(5), s2)
+	beatApply(t, c, sec(8), s1) // S1's expiry moves from 10 s to 18 s
+	assert.Empty(t, c.Tick(sec(9.9)))
+	assert.Empty(t, c.Tick(sec(10)), "S1 heartbeat at 8 s")
+	assert.Empty(t, c.Tick(sec(14.9)))
+	assert.Equal(t, []string{"S2"}, c.Tick(sec(15)), "S2 last heartbeat at 5 s")
+	assert.Empty(t, c.Tick(sec(17.9)))
+	assert.Equal(t, []string{"S1"}, c.Tick(sec(18)), "S1 last heartbeat at 8 s")
+	assert.Empty(t, c.Members())
+
+	// The group is empty: a new member's expiry is the only one.
+	s3 := NewMember("S3")
+	beatApply(t, c, sec(30), s3)
+	assert.Empty(t, c.Tick(sec(39.9)))
+	assert.Equal(t, []string{"S3"}, c.Tick(sec(40)), "S3 last heartbeat at 30 s")
+
+	// S1's burial ended at 28 s: its ID may join again.
+	_, err = c.Heartbeat(sec(41), NewMember("S1").Heartbeat())
+	require.NoError(t, err, "S1 joins after its burial ended")
+	assert.Equal(t, []string{"S1"}, c.Members())
+}
