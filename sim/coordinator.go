@@ -40,7 +40,6 @@ type cmember struct {
 	gen      uint64 // bumped to cancel a scheduled heartbeat
 	inFlight bool   // a heartbeat awaits its response
 	again    bool   // heartbeat again as soon as the response is in
-	lagged   []int  // increasing: the tasks whose lag is reported to m
 }
 
 func newCoordStrategy(e *engine, _ Strategy) (strategy, error) {
@@ -201,23 +200,7 @@ func (s *coordStrategy) beat(m *member) {
 		return // crashed or gone: no more heartbeats
 	}
 	cm := s.cms[m]
-	// Only the member's own slots and what it reported last: walking
-	// every task at every heartbeat, and forgetting every other task's
-	// lag, were most of a run. The member keeps lags in a map, so the
-	// order of the calls does not matter.
-	var lagged []int
-	for _, t := range m.held {
-		if m.slots[t].role != active {
-			cm.m.SetLag(s.e.tasks[t].ID, s.e.lag(m, t))
-			lagged = append(lagged, t)
-		}
-	}
-	for _, t := range cm.lagged {
-		if _, still := slices.BinarySearch(lagged, t); !still {
-			cm.m.SetLag(s.e.tasks[t].ID, -1)
-		}
-	}
-	cm.lagged = lagged
+	s.e.reportLags(m, cm.m.SetLag)
 	s.e.res.Metrics.Messages++
 	s.c.Tick(s.wall())
 	resp, err := s.c.Heartbeat(s.wall(), cm.m.Heartbeat())

@@ -56,7 +56,10 @@ type member struct {
 	// heartbeat's roles, record) walk it instead of all the slots: at 400
 	// members x 4,000 tasks walking every slot was most of a run. Only
 	// setSlot changes slots, which keeps the two in step.
-	held   []int
+	held []int
+	// lagged lists, increasing, the tasks whose lag reportLags reported
+	// last time.
+	lagged []int
 	worker *learner.Worker
 }
 
@@ -771,6 +774,30 @@ func (e *engine) lag(m *member, t int) int64 {
 	}
 	e.settle(m, t)
 	return int64(math.Ceil(e.size[t] - s.have))
+}
+
+// reportLags reports, with setLag (a member's Worker.SetLag or the
+// like), the lag of each of m's replicas and state on disk, and forgets
+// (a negative lag) the lags it reported last time that m no longer has:
+// what an application tells its worker before a join or heartbeat. It
+// visits m's held tasks and last report only: reporting or forgetting
+// every task, at every heartbeat or join of every member, was most of a
+// run. A worker keeps lags in a map, so the order of the calls does not
+// matter.
+func (e *engine) reportLags(m *member, setLag func(task string, lag int64)) {
+	var lagged []int
+	for _, t := range m.held {
+		if m.slots[t].role != active {
+			setLag(e.tasks[t].ID, e.lag(m, t))
+			lagged = append(lagged, t)
+		}
+	}
+	for _, t := range m.lagged {
+		if _, still := slices.BinarySearch(lagged, t); !still {
+			setLag(e.tasks[t].ID, -1)
+		}
+	}
+	m.lagged = lagged
 }
 
 // schedule (re)schedules the slot's restore completion, if it restores.

@@ -34,11 +34,8 @@ func (s *stickyStrategy) apply(m *member, a learner.Assignment) {
 // still has to restore. The eager protocol stops every task.
 func (s *stickyStrategy) join(m *member) learner.MemberMetadata {
 	md := learner.MemberMetadata{ID: m.id}
-	for t, sl := range m.slots {
-		if sl == nil {
-			continue
-		}
-		id := s.e.tasks[t].ID
+	for _, t := range m.held {
+		sl, id := m.slots[t], s.e.tasks[t].ID
 		switch sl.role {
 		case active:
 			md.Assigned = append(md.Assigned, id)
@@ -217,15 +214,29 @@ func (s *stickyStrategy) placeStandbys(as []learner.Assignment, joins []learner.
 		load[i] = len(as[i].Assigned) + len(as[i].Learning)
 		reported[i] = s.e.taskSet(joins[i].Standby)
 	}
+	// takers lists, per task, the members that run it or warm it up:
+	// searching every member's lists for every task cost tasks x tasks a
+	// rebalance.
+	takers := make([][]int, len(s.e.tasks))
+	for i, a := range as {
+		for _, id := range slices.Concat(a.Assigned, a.Learning) {
+			takers[s.e.index[id]] = append(takers[s.e.index[id]], i)
+		}
+	}
 	busy := make([]bool, k)
 	for t, task := range s.e.tasks {
 		if !task.Stateful {
 			continue
 		}
-		eligible := 0
 		for i := range as {
-			busy[i] = i == target[t] || slices.Contains(as[i].Assigned, task.ID) || slices.Contains(as[i].Learning, task.ID)
-			eligible += b2i(!busy[i])
+			busy[i] = i == target[t]
+		}
+		for _, i := range takers[t] {
+			busy[i] = true
+		}
+		eligible := 0
+		for _, b := range busy {
+			eligible += b2i(!b)
 		}
 		want := min(s.e.sc.Standbys, eligible)
 		place := func(i int) {

@@ -181,13 +181,7 @@ func (s *learnerStrategy) leave(m *member, d time.Duration) {
 // application tells its Worker with SetLag), then joins: the owner stops
 // the learned tasks it revokes.
 func (s *learnerStrategy) join(m *member) learner.MemberMetadata {
-	for t, sl := range m.slots {
-		lag := int64(-1)
-		if sl != nil && sl.role != active {
-			lag = s.e.lag(m, t)
-		}
-		m.worker.SetLag(s.e.tasks[t].ID, lag)
-	}
+	s.e.reportLags(m, m.worker.SetLag)
 	md := m.worker.Join()
 	for _, id := range md.Revoked {
 		t := s.e.index[id]
