@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -127,10 +128,14 @@ type member struct {
 	repExtra    []string // active tasks that are not interned
 	repLearning set
 	ready       set // learners reported ready, kept until the learner goes
-	lag         map[int32]int64
-	leaving     bool
-	capacity    int
-	rack        string
+	// lag holds the lags reported of interned tasks, by increasing task:
+	// a sorted slice, not a map, since recompute reads every member's in
+	// task order (ranging over maps and sorting was a fifth of its time
+	// at 1,000 members x 10,000 tasks) and members report a few each.
+	lag      []learner.IndexedLag
+	leaving  bool
+	capacity int
+	rack     string
 
 	// The member's share of Assign's latest output.
 	tgtActive, tgtLearning, tgtStandby set
@@ -241,12 +246,13 @@ func (c *Coordinator) reintern(topo []learner.Task) {
 			slices.Sort(r)
 			*s = r
 		}
-		lag := make(map[int32]int64, len(m.lag))
-		for t, l := range m.lag {
-			if remap[t] >= 0 {
-				lag[remap[t]] = l
+		var lag []learner.IndexedLag
+		for _, l := range m.lag {
+			if remap[l.Task] >= 0 {
+				lag = append(lag, learner.IndexedLag{Task: remap[l.Task], Lag: l.Lag})
 			}
 		}
+		slices.SortFunc(lag, byTask)
 		m.lag = lag
 	}
 	c.tasks, c.index, c.inTopo, c.holders = tasks, index, inTopo, holders
@@ -402,7 +408,7 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 
 // add makes hb's sender a member, adopted from hb.
 func (c *Coordinator) add(hb Heartbeat) *member {
-	m := &member{id: hb.MemberID, lag: map[int32]int64{}}
+	m := &member{id: hb.MemberID}
 	at, _ := slices.BinarySearchFunc(c.members, m.id, func(x *member, id string) int {
 		switch {
 		case x.id < id:
@@ -479,8 +485,8 @@ func (c *Coordinator) readyNow(m *member, t int32) bool {
 	if m.ready.has(t) {
 		return true
 	}
-	l, ok := m.lag[t]
-	return ok && c.cfg.Options.AcceptableLag > 0 && l <= c.cfg.Options.AcceptableLag
+	i, ok := slices.BinarySearchFunc(m.lag, t, func(l learner.IndexedLag, t int32) int { return cmp.Compare(l.Task, t) })
+	return ok && c.cfg.Options.AcceptableLag > 0 && m.lag[i].Lag <= c.cfg.Options.AcceptableLag
 }
 
 // report records a heartbeat that is not older than what m reported before:
@@ -502,12 +508,13 @@ func (c *Coordinator) report(m *member, hb Heartbeat) {
 	m.repLearning, _ = c.intern(hb.Learning)
 	ready, _ := c.intern(hb.Ready)
 	m.ready = union(ready, slices.DeleteFunc(m.ready, func(t int32) bool { return !m.repLearning.has(t) }))
-	clear(m.lag)
+	m.lag = nil
 	for _, l := range hb.Lag {
 		if t, ok := c.index[l.Task]; ok {
-			m.lag[t] = l.Lag
+			m.lag = append(m.lag, learner.IndexedLag{Task: t, Lag: l.Lag})
 		}
 	}
+	slices.SortFunc(m.lag, byTask)
 	if hb.Leaving && !m.leaving || hb.Capacity != m.capacity || hb.Rack != m.rack {
 		c.dirty = true
 	}
@@ -567,11 +574,10 @@ func (c *Coordinator) reconcile(m *member) error {
 func (c *Coordinator) recompute() error {
 	mds := make([]learner.IndexedMember, len(c.members))
 	for i, m := range c.members {
-		held := union(union(m.tgtActive, m.tgtLearning), m.tgtStandby)
 		md := learner.IndexedMember{
 			ID:       m.id,
 			Assigned: m.tgtActive,
-			Revoked:  minus(c.inTopology(m.repActive), held),
+			Revoked:  c.revoked(m),
 			Learning: m.tgtLearning,
 			Standby:  m.tgtStandby,
 			Leaving:  m.leaving,
@@ -583,12 +589,11 @@ func (c *Coordinator) recompute() error {
 				md.Ready = append(md.Ready, t)
 			}
 		}
-		for t, l := range m.lag {
-			if c.inTopo[t] && !m.tgtActive.has(t) {
-				md.Lag = append(md.Lag, learner.IndexedLag{Task: t, Lag: l})
+		for _, l := range m.lag {
+			if c.inTopo[l.Task] && !m.tgtActive.has(l.Task) {
+				md.Lag = append(md.Lag, l)
 			}
 		}
-		slices.SortFunc(md.Lag, func(a, b learner.IndexedLag) int { return int(a.Task) - int(b.Task) })
 		mds[i] = md
 	}
 	as, err := c.assignor.AssignIndexed(mds)
@@ -614,6 +619,23 @@ func (c *Coordinator) recompute() error {
 	c.dirty = changed
 	return nil
 }
+
+// revoked returns the topology's tasks m runs that its target no longer
+// has. It filters rather than composing set operations: recompute calls it
+// for every member, and the unions and copies those allocate were a tenth
+// of recompute's time at 1,000 members x 10,000 tasks, where nearly every
+// member's result is empty.
+func (c *Coordinator) revoked(m *member) set {
+	var out set
+	for _, t := range m.repActive {
+		if c.inTopo[t] && !m.tgtActive.has(t) && !m.tgtLearning.has(t) && !m.tgtStandby.has(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func byTask(a, b learner.IndexedLag) int { return cmp.Compare(a.Task, b.Task) }
 
 // reportAssign gives the assigned hook (tests) an Assign call's input and
 // output by ID.
