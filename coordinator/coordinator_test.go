@@ -278,3 +278,31 @@ func TestTickDropsOnTime(t *testing.T) {
 	require.NoError(t, err, "S1 joins after its burial ended")
 	assert.Equal(t, []string{"S1"}, c.Members())
 }
+
+// TestApplyRefusesResponseItCannotReport: a response whose epoch or task
+// IDs the member's next heartbeat could not carry is refused, wrapping
+// ErrInvalidResponse and naming the member, and changes nothing. Applied,
+// it made every later heartbeat invalid (ErrInvalidHeartbeat, not
+// ErrFenced), so the member could neither go on nor learn to start over.
+func TestApplyRefusesResponseItCannotReport(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		r    Response
+	}{
+		{"epoch", Response{MemberID: "S1", Epoch: MaxEpoch + 1}},
+		{"malformed", Response{MemberID: "S1", Epoch: 1, Active: []string{"T 1"}}},
+		{"empty ID", Response{MemberID: "S1", Epoch: 1, Learning: []string{"T1"}, Standby: []string{""}}},
+		{"repeated active", Response{MemberID: "S1", Epoch: 1, Active: []string{"T1", "T1"}}},
+	} {
+		r := c.r
+		t.Run(c.name, func(t *testing.T) {
+			m := NewMember("S1")
+			_, err := m.Apply(r)
+			require.ErrorIs(t, err, ErrInvalidResponse, "Apply(%+v)", r)
+			assert.ErrorContains(t, err, `coordinator: response to member "S1" at epoch`)
+			assert.Equal(t, int64(0), m.Epoch(), "a refused response changes nothing")
+			assert.Empty(t, m.Active())
+			assert.NoError(t, validate(m.Heartbeat()), "after Apply(%+v), the member's heartbeat", r)
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/errtext"
 )
 
 // Member is the member side of the protocol: a learner.Worker, which keeps
@@ -78,11 +79,24 @@ func (m *Member) Active() []string { return m.w.Join().Assigned }
 // lists before Start lists; a task in StopLearning and StartActive is a
 // promotion that continues from the replayed state; Shutdown when a leaving
 // member has nothing left to run). A response older than the member's epoch
-// changes nothing. A response for another member or holding a task in two
-// roles is an error wrapping ErrInvalidResponse and changes nothing.
+// changes nothing. A response for another member, with an epoch beyond
+// MaxEpoch or with a malformed task ID or a task in two roles is an error
+// wrapping ErrInvalidResponse and changes nothing: the member's next
+// heartbeat could not report it.
 func (m *Member) Apply(r Response) (learner.Changes, error) {
 	if r.Epoch < m.epoch && r.MemberID == m.ID() {
 		return learner.Changes{}, nil
+	}
+	if r.MemberID == m.ID() {
+		problem := ""
+		if r.Epoch > MaxEpoch {
+			problem = fmt.Sprintf("epoch beyond %d", int64(MaxEpoch))
+		} else {
+			_, problem = checkRoles(r.Active, r.Learning, r.Standby)
+		}
+		if problem != "" {
+			return learner.Changes{}, fmt.Errorf("coordinator: response to member %s at epoch %d: %s: %w", errtext.Quote(r.MemberID), r.Epoch, problem, ErrInvalidResponse)
+		}
 	}
 	c, err := m.w.Apply(learner.Assignment{MemberID: r.MemberID, Assigned: r.Active, Learning: r.Learning, Standby: r.Standby})
 	if err != nil {

@@ -120,6 +120,35 @@ func heartbeatErr(hb Heartbeat, format string, args ...any) error {
 	return fmt.Errorf("coordinator: heartbeat of member %s: %s: %w", errtext.Quote(hb.MemberID), fmt.Sprintf(format, args...), ErrInvalidHeartbeat)
 }
 
+// checkRoles checks the task lists of a heartbeat or a response: at most
+// maxList tasks each, well-formed IDs, each task listed once and in one
+// role. It returns each task's role ("active", "learning" or "standby") and
+// what is wrong, "" if nothing.
+func checkRoles(active, learning, standby []string) (map[string]string, string) {
+	lists := []struct {
+		name  string
+		tasks []string
+	}{{"active", active}, {"learning", learning}, {"standby", standby}}
+	seen := make(map[string]string)
+	for _, l := range lists {
+		if len(l.tasks) > maxList {
+			return nil, fmt.Sprintf("%d %s tasks, more than %d", len(l.tasks), l.name, maxList)
+		}
+		for _, t := range l.tasks {
+			if !learner.ValidID(t) {
+				return nil, fmt.Sprintf("%s task %s: malformed ID", l.name, errtext.Quote(t))
+			}
+			if prev, dup := seen[t]; dup && prev == l.name {
+				return nil, fmt.Sprintf("task %s listed twice in %s", errtext.Quote(t), l.name)
+			} else if dup {
+				return nil, fmt.Sprintf("task %s in both %s and %s", errtext.Quote(t), prev, l.name)
+			}
+			seen[t] = l.name
+		}
+	}
+	return seen, ""
+}
+
 // validate checks a heartbeat's shape; it knows nothing of the group.
 func validate(hb Heartbeat) error {
 	switch {
@@ -138,26 +167,9 @@ func validate(hb Heartbeat) error {
 	case hb.Epoch == 0 && !hb.Leave && len(hb.Active)+len(hb.Learning)+len(hb.Standby) > 0:
 		return heartbeatErr(hb, "epoch 0 (joining) with tasks: a joining member runs nothing")
 	}
-	lists := []struct {
-		name  string
-		tasks []string
-	}{{"active", hb.Active}, {"learning", hb.Learning}, {"standby", hb.Standby}}
-	seen := make(map[string]string)
-	for _, l := range lists {
-		if len(l.tasks) > maxList {
-			return heartbeatErr(hb, "%d %s tasks, more than %d", len(l.tasks), l.name, maxList)
-		}
-		for _, t := range l.tasks {
-			if !learner.ValidID(t) {
-				return heartbeatErr(hb, "%s task %s: malformed ID", l.name, errtext.Quote(t))
-			}
-			if prev, dup := seen[t]; dup && prev == l.name {
-				return heartbeatErr(hb, "task %s listed twice in %s", errtext.Quote(t), l.name)
-			} else if dup {
-				return heartbeatErr(hb, "task %s in both %s and %s", errtext.Quote(t), prev, l.name)
-			}
-			seen[t] = l.name
-		}
+	seen, problem := checkRoles(hb.Active, hb.Learning, hb.Standby)
+	if problem != "" {
+		return heartbeatErr(hb, "%s", problem)
 	}
 	ready := make(map[string]bool, len(hb.Ready))
 	for _, t := range hb.Ready {
