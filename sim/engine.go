@@ -783,18 +783,24 @@ func (e *engine) lag(m *member, t int) int64 {
 // visits m's held tasks and last report only: reporting or forgetting
 // every task, at every heartbeat or join of every member, was most of a
 // run. A worker keeps lags in a map, so the order of the calls does not
-// matter.
-func (e *engine) reportLags(m *member, setLag func(task string, lag int64)) {
+// matter. setLag refuses only malformed task IDs, which a checked
+// scenario has none of, so its error fails the run.
+func (e *engine) reportLags(m *member, setLag func(task string, lag int64) error) {
+	report := func(t int, lag int64) {
+		if err := setLag(e.tasks[t].ID, lag); err != nil {
+			e.fail("%v", err)
+		}
+	}
 	var lagged []int
 	for _, t := range m.held {
 		if m.slots[t].role != active {
-			setLag(e.tasks[t].ID, e.lag(m, t))
+			report(t, e.lag(m, t))
 			lagged = append(lagged, t)
 		}
 	}
 	for _, t := range m.lagged {
 		if _, still := slices.BinarySearch(lagged, t); !still {
-			setLag(e.tasks[t].ID, -1)
+			report(t, -1)
 		}
 	}
 	m.lagged = lagged
