@@ -197,8 +197,7 @@ func (w *Worker) Apply(a Assignment) (Changes, error) {
 // would be a report Assign refuses, failing the whole group's rebalance at
 // the leader: a malformed task ID comes back in a list, a task twice in
 // Learned comes back twice in Revoked, and a task in two of Assigned,
-// Learning and Standby in two roles. Learned tags Assigned tasks, so it is
-// checked for repeats on its own.
+// Learning and Standby in two roles.
 func (w *Worker) checkAssignment(a Assignment) error {
 	lists := [...][]string{a.Assigned, a.Learning, a.Standby, a.Learned}
 	names := [...]string{"assigned", "learning", "standby", "learned"}
@@ -210,19 +209,28 @@ func (w *Worker) checkAssignment(a Assignment) error {
 			}
 		}
 	}
-	for _, span := range [...][2]int{{0, 3}, {3, 4}} {
-		cs := RoleConflicts(lists[span[0]:span[1]]...)
-		if len(cs) == 0 {
-			continue
+	if cs := RoleConflicts(a.Assigned, a.Learning, a.Standby); len(cs) > 0 {
+		return w.conflict(cs[0], names[:3])
+	}
+	// Learned tags Assigned tasks, so it is checked for repeats on its own,
+	// and only when it can hold one: RoleConflicts builds a map, and Apply
+	// runs at every response of a coordinator's member.
+	if len(a.Learned) > 1 {
+		if cs := RoleConflicts(a.Learned); len(cs) > 0 {
+			return w.conflict(cs[0], names[3:])
 		}
-		c := cs[0]
-		where := fmt.Sprintf("in both %s and %s", names[span[0]+c.First], names[span[0]+c.List])
-		if c.First == c.List {
-			where = "listed twice in " + names[span[0]+c.List]
-		}
-		return fmt.Errorf("learner: assignment for member %q: task %q %s: %w", w.id, c.Task, where, ErrInvalidMember)
 	}
 	return nil
+}
+
+// conflict returns checkAssignment's error for c, a conflict among the
+// lists named names.
+func (w *Worker) conflict(c RoleConflict, names []string) error {
+	where := fmt.Sprintf("in both %s and %s", names[c.First], names[c.List])
+	if c.First == c.List {
+		where = "listed twice in " + names[c.List]
+	}
+	return fmt.Errorf("learner: assignment for member %q: task %q %s: %w", w.id, c.Task, where, ErrInvalidMember)
 }
 
 // missing returns the tasks of a that are not in b, in a's order.

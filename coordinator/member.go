@@ -87,12 +87,16 @@ func (m *Member) Apply(r Response) (learner.Changes, error) {
 	if r.Epoch < m.epoch && r.MemberID == m.ID() {
 		return learner.Changes{}, nil
 	}
+	// The Worker refuses malformed task IDs and tasks in two roles; what
+	// only a heartbeat limits is checked here, once the response is known
+	// to be this member's.
 	if r.MemberID == m.ID() {
 		problem := ""
-		if r.Epoch > MaxEpoch {
+		switch {
+		case r.Epoch > MaxEpoch:
 			problem = fmt.Sprintf("epoch beyond %d", int64(MaxEpoch))
-		} else {
-			_, problem = checkRoles(r.Active, r.Learning, r.Standby)
+		case max(len(r.Active), len(r.Learning), len(r.Standby)) > maxList:
+			problem = fmt.Sprintf("a task list longer than %d", maxList)
 		}
 		if problem != "" {
 			return learner.Changes{}, fmt.Errorf("coordinator: response to member %s at epoch %d: %s: %w", errtext.Quote(r.MemberID), r.Epoch, problem, ErrInvalidResponse)
@@ -100,7 +104,7 @@ func (m *Member) Apply(r Response) (learner.Changes, error) {
 	}
 	c, err := m.w.Apply(learner.Assignment{MemberID: r.MemberID, Assigned: r.Active, Learning: r.Learning, Standby: r.Standby})
 	if err != nil {
-		return learner.Changes{}, fmt.Errorf("coordinator: %w: %w", ErrInvalidResponse, err)
+		return learner.Changes{}, fmt.Errorf("coordinator: response to member %s at epoch %d: %w: %w", errtext.Quote(r.MemberID), r.Epoch, ErrInvalidResponse, err)
 	}
 	m.epoch = r.Epoch
 	m.replaces = "" // the coordinator knows: only a join carries it
