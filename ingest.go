@@ -41,8 +41,8 @@ func ingest(topo *topology, opts Options, in reports, s *scratch) (*group, error
 // natural ID order.
 func rankMembers(in reports, s *scratch) ([]int32, error) {
 	n := in.len()
-	if n > maxMembers {
-		return nil, fmt.Errorf("learner: %d members, more than %d: %w", n, maxMembers, ErrInvalidMember)
+	if n > MaxMembers {
+		return nil, fmt.Errorf("learner: %d members, more than %d: %w", n, MaxMembers, ErrInvalidMember)
 	}
 	for i := range n {
 		if !ValidID(in.id(i)) {
@@ -150,7 +150,7 @@ const (
 	claimActiveLeaving
 	claimRevokedStaying
 	claimRevokedLeaving
-	claimShift = 32 - kindBits // the class's place in a claim word: above every rank (maxMembers)
+	claimShift = 32 - kindBits // the class's place in a claim word: above every rank (MaxMembers)
 )
 
 // List kinds recorded in the per-task stamp while one member is validated.
@@ -168,9 +168,6 @@ const (
 	kindBits  = 5 // the bits the kinds take in reader.stamp
 	kindAll   = 1<<kindBits - 1
 )
-
-// maxMembers keeps rank+1 within reader.stamp's 32-kindBits bits.
-const maxMembers = 1<<(32-kindBits) - 1
 
 var kindNames = [...]string{kindAssigned: "assigned", kindRevoked: "revoked", kindLearning: "learning", kindStandby: "standby",
 	kindStale: "stale", kindReady: "ready", kindLag: "lag"}

@@ -51,6 +51,11 @@ type MemberMetadata struct {
 // reaches 2^63; nor does the sum of all members' capacities.
 const MaxCapacity = 1<<31 - 1
 
+// MaxMembers is the most members Assign takes, 2^27-1: a member's rank
+// plus one must fit the bits of a report's stamp that its kind leaves
+// (reader.stamp in ingest.go).
+const MaxMembers = 1<<(32-kindBits) - 1
+
 // TaskLag is the remaining changelog lag of one task's local state on a
 // member: the number of records it still has to replay. Any non-negative
 // int64 is allowed: lags are only compared, never added or multiplied.

@@ -35,6 +35,13 @@ type Config struct {
 	// after its first event it only listens, answering every member with
 	// what it reports, until every live member has told it what it runs.
 	FreshGroup bool
+	// MaxMembers is the most members the group holds, as Kafka's
+	// group.max.size: a heartbeat that would add one more is refused with
+	// an error wrapping ErrGroupFull, so that a flood of joins cannot grow
+	// the coordinator's memory and every recompute without bound. Zero
+	// means learner.MaxMembers, the most learner.Assign takes; more is
+	// invalid.
+	MaxMembers int
 }
 
 const defaultSessionTimeout = 10 * time.Second
@@ -50,6 +57,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.WaitInterval == 0 {
 		cfg.WaitInterval = cfg.HeartbeatInterval / 10
 	}
+	if cfg.MaxMembers == 0 {
+		cfg.MaxMembers = learner.MaxMembers
+	}
 	switch {
 	case cfg.SessionTimeout < time.Millisecond || cfg.SessionTimeout > 24*time.Hour:
 		return cfg, fmt.Errorf("coordinator: session timeout %v out of range [1ms, 24h]: %w", cfg.SessionTimeout, ErrInvalidConfig)
@@ -57,6 +67,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("coordinator: heartbeat interval %v not in (0, session timeout %v): %w", cfg.HeartbeatInterval, cfg.SessionTimeout, ErrInvalidConfig)
 	case cfg.WaitInterval <= 0 || cfg.WaitInterval > cfg.HeartbeatInterval:
 		return cfg, fmt.Errorf("coordinator: wait interval %v not in (0, heartbeat interval %v]: %w", cfg.WaitInterval, cfg.HeartbeatInterval, ErrInvalidConfig)
+	case cfg.MaxMembers < 0 || cfg.MaxMembers > learner.MaxMembers:
+		return cfg, fmt.Errorf("coordinator: max members %d out of range [0, %d]: %w", cfg.MaxMembers, learner.MaxMembers, ErrInvalidConfig)
 	}
 	return cfg, nil
 }
@@ -348,7 +360,9 @@ func (c *Coordinator) Tick(now time.Time) []string {
 // member's target. A heartbeat older than one already seen from the member
 // (a late or duplicate delivery) changes nothing and gets the current
 // target. Errors wrap ErrInvalidHeartbeat (malformed; nothing changes) or
-// ErrFenced (the member must stop everything and rejoin under a new ID).
+// ErrFenced (the member must stop everything and rejoin under a new ID),
+// and also ErrGroupFull when the member would be one more than
+// Config.MaxMembers.
 func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 	c.advance(now)
 	if err := validate(hb); err != nil {
@@ -368,6 +382,10 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 		// dropped: that incarnation is over.
 		return Response{}, fmt.Errorf("coordinator: member %s at epoch %d left or was dropped (an ID is one incarnation): %w", errtext.Quote(hb.MemberID), hb.Epoch, ErrFenced)
 	case m == nil && (hb.Epoch == 0 || c.Recovering()):
+		if len(c.members) >= c.cfg.MaxMembers && c.byID[hb.Replaces] == nil {
+			return Response{}, fmt.Errorf("coordinator: member %s at epoch %d would be member %d of a group of at most %d: %w: %w",
+				errtext.Quote(hb.MemberID), hb.Epoch, len(c.members)+1, c.cfg.MaxMembers, ErrGroupFull, ErrFenced)
+		}
 		if old := c.byID[hb.Replaces]; old != nil {
 			c.remove(old) // it has stopped: its process restarted as hb's sender
 		} else if hb.Replaces != "" {

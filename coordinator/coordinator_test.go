@@ -14,7 +14,7 @@ func TestNewConfig(t *testing.T) {
 	tasks := []learner.Task{{ID: "T1", Stateful: true}}
 	c, err := New(tasks, Config{})
 	require.NoError(t, err, "New(zero Config)")
-	assert.Equal(t, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 10 * time.Second / 3, WaitInterval: 10 * time.Second / 30},
+	assert.Equal(t, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 10 * time.Second / 3, WaitInterval: 10 * time.Second / 30, MaxMembers: learner.MaxMembers},
 		c.Config(), "New(zero Config).Config(): the documented defaults")
 	for _, tc := range []struct {
 		name  string
@@ -305,4 +305,33 @@ func TestApplyRefusesResponseItCannotReport(t *testing.T) {
 			assert.NoError(t, validate(m.Heartbeat()), "after Apply(%+v), the member's heartbeat", r)
 		})
 	}
+}
+
+// TestMaxMembers: a heartbeat that would add a member to a full group is
+// fenced with ErrGroupFull and changes nothing; a restart that replaces a
+// member, and a join after a member left, still get in.
+func TestMaxMembers(t *testing.T) {
+	_, err := New([]learner.Task{{ID: "T1"}}, Config{MaxMembers: learner.MaxMembers + 1})
+	require.ErrorIs(t, err, ErrInvalidConfig, "New with MaxMembers over learner.MaxMembers")
+	_, err = New([]learner.Task{{ID: "T1"}}, Config{MaxMembers: -1})
+	require.ErrorIs(t, err, ErrInvalidConfig, "New with negative MaxMembers")
+
+	c, err := New([]learner.Task{{ID: "T1"}, {ID: "T2"}}, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true, MaxMembers: 2})
+	require.NoError(t, err)
+	s1, s2 := NewMember("S1"), NewMember("S2")
+	beatApply(t, c, t0, s1)
+	beatApply(t, c, t0, s2)
+	_, err = c.Heartbeat(t0, NewMember("S3").Heartbeat())
+	require.ErrorIs(t, err, ErrGroupFull, "S3 joins a group of MaxMembers 2")
+	require.ErrorIs(t, err, ErrFenced, "S3 joins a group of MaxMembers 2")
+	assert.Equal(t, []string{"S1", "S2"}, c.Members(), "members after a refused join")
+
+	beatApply(t, c, t0.Add(time.Second), RestartOf("S2-b", "S2"))
+	assert.Equal(t, []string{"S1", "S2-b"}, c.Members(), "members after S2 restarts as S2-b")
+
+	r, err := c.Heartbeat(t0.Add(2*time.Second), s1.LeaveHeartbeat())
+	require.NoError(t, err)
+	require.True(t, r.Shutdown)
+	beatApply(t, c, t0.Add(2*time.Second), NewMember("S3"))
+	assert.Equal(t, []string{"S2-b", "S3"}, c.Members(), "members after S1 left and S3 joined")
 }

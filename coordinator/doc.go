@@ -40,7 +40,9 @@
 // and a join (epoch 0) under an ID the coordinator knows at a later epoch
 // is fenced too, as is any heartbeat under the ID of a member that left or
 // was dropped less than a session timeout ago (a late copy of its join
-// would otherwise bring it back as a member that runs nothing).
+// would otherwise bring it back as a member that runs nothing). A member
+// that would make the group larger than Config.MaxMembers is fenced too
+// (ErrGroupFull).
 //
 // # The order of a hand-over
 //

@@ -22,6 +22,11 @@ var (
 	// issued. The member must stop every task and rejoin under a new ID
 	// with epoch 0. The coordinator's state is unchanged.
 	ErrFenced = errors.New("member fenced")
+	// ErrGroupFull reports a heartbeat that would add a member to a group
+	// of Config.MaxMembers. Its errors also wrap ErrFenced: the member stops
+	// everything it runs (a joining member runs nothing) and may join again
+	// later, under a new ID. The coordinator's state is unchanged.
+	ErrGroupFull = errors.New("group full")
 	// ErrInvalidResponse reports a Response that Member.Apply cannot use.
 	ErrInvalidResponse = errors.New("invalid response")
 )
