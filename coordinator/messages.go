@@ -125,9 +125,8 @@ func heartbeatErr(hb Heartbeat, format string, args ...any) error {
 	return fmt.Errorf("coordinator: heartbeat of member %s: %s: %w", errtext.Quote(hb.MemberID), fmt.Sprintf(format, args...), ErrInvalidHeartbeat)
 }
 
-// checkRoles checks the task lists of a heartbeat or a response: at most
-// maxList tasks each, well-formed IDs, each task listed once and in one
-// role. It returns each task's role ("active", "learning" or "standby") and
+// checkRoles checks the task lists of a heartbeat: at most maxList tasks
+// each, well-formed IDs, each task listed once and in one role. It returns each task's role ("active", "learning" or "standby") and
 // what is wrong, "" if nothing.
 func checkRoles(active, learning, standby []string) (map[string]string, string) {
 	lists := []struct {
