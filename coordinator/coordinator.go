@@ -61,8 +61,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.MaxMembers = learner.MaxMembers
 	}
 	switch {
-	case cfg.SessionTimeout < time.Millisecond || cfg.SessionTimeout > 24*time.Hour:
-		return cfg, fmt.Errorf("coordinator: session timeout %v out of range [1ms, 24h]: %w", cfg.SessionTimeout, ErrInvalidConfig)
+	case cfg.SessionTimeout < time.Millisecond || cfg.SessionTimeout > maxSessionTimeout:
+		return cfg, fmt.Errorf("coordinator: session timeout %v out of range [1ms, %v]: %w", cfg.SessionTimeout, maxSessionTimeout, ErrInvalidConfig)
 	case cfg.HeartbeatInterval <= 0 || cfg.HeartbeatInterval >= cfg.SessionTimeout:
 		return cfg, fmt.Errorf("coordinator: heartbeat interval %v not in (0, session timeout %v): %w", cfg.HeartbeatInterval, cfg.SessionTimeout, ErrInvalidConfig)
 	case cfg.WaitInterval <= 0 || cfg.WaitInterval > cfg.HeartbeatInterval:

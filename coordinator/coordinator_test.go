@@ -44,7 +44,7 @@ func TestMemberApply(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidResponse, "Apply(T1 active and standby)")
 	assert.Zero(t, m.Epoch(), "a refused response changes nothing")
 
-	ch, err := m.Apply(Response{MemberID: "S1", Epoch: 2, Active: []string{"T1"}, Learning: []string{"T2"}})
+	ch, err := m.Apply(Response{MemberID: "S1", Epoch: 2, Active: []string{"T1"}, Learning: []string{"T2"}, HeartbeatInterval: time.Second})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"T1"}, ch.StartActive)
 	assert.Equal(t, []string{"T2"}, ch.StartLearning)
@@ -61,14 +61,14 @@ func TestMemberApply(t *testing.T) {
 	assert.False(t, m.Unready("T1"), "Unready(active task) = true, want false")
 	require.True(t, m.Restored("T2"))
 	assert.Equal(t, []string{"T2"}, m.Heartbeat().Ready, "Heartbeat().Ready after Restored(T2) again")
-	ch, err = m.Apply(Response{MemberID: "S1", Epoch: 3, Active: []string{"T1", "T2"}})
+	ch, err = m.Apply(Response{MemberID: "S1", Epoch: 3, Active: []string{"T1", "T2"}, HeartbeatInterval: time.Second})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"T2"}, ch.StartActive, "a promotion starts the task...")
 	assert.Equal(t, []string{"T2"}, ch.StopLearning, "...and stops its learner")
 
 	m.Leave(time.Time{})
 	assert.True(t, m.Heartbeat().Leaving)
-	ch, err = m.Apply(Response{MemberID: "S1", Epoch: 4, Shutdown: true})
+	ch, err = m.Apply(Response{MemberID: "S1", Epoch: 4, Shutdown: true, HeartbeatInterval: time.Second})
 	require.NoError(t, err)
 	assert.True(t, ch.Shutdown, "Apply(Shutdown) on a leaving member")
 	stop := m.Stop()
@@ -289,10 +289,14 @@ func TestApplyRefusesResponseItCannotReport(t *testing.T) {
 		name string
 		r    Response
 	}{
-		{"epoch", Response{MemberID: "S1", Epoch: MaxEpoch + 1}},
-		{"malformed", Response{MemberID: "S1", Epoch: 1, Active: []string{"T 1"}}},
-		{"empty ID", Response{MemberID: "S1", Epoch: 1, Learning: []string{"T1"}, Standby: []string{""}}},
-		{"repeated active", Response{MemberID: "S1", Epoch: 1, Active: []string{"T1", "T1"}}},
+		{"epoch", Response{MemberID: "S1", Epoch: MaxEpoch + 1, HeartbeatInterval: time.Second}},
+		{"malformed", Response{MemberID: "S1", Epoch: 1, Active: []string{"T 1"}, HeartbeatInterval: time.Second}},
+		{"empty ID", Response{MemberID: "S1", Epoch: 1, Learning: []string{"T1"}, Standby: []string{""}, HeartbeatInterval: time.Second}},
+		{"repeated active", Response{MemberID: "S1", Epoch: 1, Active: []string{"T1", "T1"}, HeartbeatInterval: time.Second}},
+		// Not about the next heartbeat's report but when it goes: zero
+		// would heartbeat in a busy loop.
+		{"no heartbeat interval", Response{MemberID: "S1", Epoch: 1, Active: []string{"T1"}}},
+		{"heartbeat interval over 24h", Response{MemberID: "S1", Epoch: 1, HeartbeatInterval: 25 * time.Hour}},
 	} {
 		r := c.r
 		t.Run(c.name, func(t *testing.T) {

@@ -80,9 +80,10 @@ func (m *Member) Active() []string { return m.w.Join().Assigned }
 // promotion that continues from the replayed state; Shutdown when a leaving
 // member has nothing left to run). A response older than the member's epoch
 // changes nothing. A response for another member, with an epoch beyond
-// MaxEpoch or with a malformed task ID or a task in two roles is an error
-// wrapping ErrInvalidResponse and changes nothing: the member's next
-// heartbeat could not report it.
+// MaxEpoch, a malformed task ID or a task in two roles (which the member's
+// next heartbeat could not report), or with a heartbeat interval out of
+// range (see Response) is an error wrapping ErrInvalidResponse and changes
+// nothing.
 func (m *Member) Apply(r Response) (learner.Changes, error) {
 	if r.Epoch < m.epoch && r.MemberID == m.ID() {
 		return learner.Changes{}, nil
@@ -97,6 +98,10 @@ func (m *Member) Apply(r Response) (learner.Changes, error) {
 			problem = fmt.Sprintf("epoch beyond %d", int64(MaxEpoch))
 		case max(len(r.Active), len(r.Learning), len(r.Standby)) > maxList:
 			problem = fmt.Sprintf("a task list longer than %d", maxList)
+		case r.HeartbeatInterval <= 0 || r.HeartbeatInterval > maxSessionTimeout:
+			// The application schedules the next heartbeat by it: zero
+			// or less would heartbeat in a busy loop.
+			problem = fmt.Sprintf("heartbeat interval %v out of range (0, %v]", r.HeartbeatInterval, maxSessionTimeout)
 		}
 		if problem != "" {
 			return learner.Changes{}, fmt.Errorf("coordinator: response to member %s at epoch %d: %s: %w", errtext.Quote(r.MemberID), r.Epoch, problem, ErrInvalidResponse)

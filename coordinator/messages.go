@@ -107,7 +107,9 @@ type Response struct {
 	// it stops its remaining learners and standbys and sends Leave.
 	Shutdown bool
 	// HeartbeatInterval is when the member should heartbeat next: shorter
-	// while it waits for a task another member is releasing.
+	// while it waits for a task another member is releasing. Member.Apply
+	// refuses one that is not positive or is over 24h, which no
+	// coordinator sends.
 	HeartbeatInterval time.Duration
 }
 
@@ -119,6 +121,9 @@ const (
 	MaxEpoch    = 1 << 53
 	maxCapacity = 1 << 20
 	maxList     = 1 << 24
+	// maxSessionTimeout bounds Config.SessionTimeout, and so every
+	// heartbeat interval a response may carry.
+	maxSessionTimeout = 24 * time.Hour
 )
 
 func heartbeatErr(hb Heartbeat, format string, args ...any) error {

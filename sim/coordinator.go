@@ -88,7 +88,7 @@ func (s *coordStrategy) wall() time.Time { return epoch.Add(s.e.now) }
 func (s *coordStrategy) initial(m *member, a learner.Assignment) {
 	cm := &cmember{m: coordinator.NewMember(s.incarnation(m))}
 	s.cms[m] = cm
-	if _, err := cm.m.Apply(coordinator.Response{MemberID: cm.m.ID(), Epoch: 1, Active: a.Assigned, Standby: a.Standby}); err != nil {
+	if _, err := cm.m.Apply(coordinator.Response{MemberID: cm.m.ID(), Epoch: 1, Active: a.Assigned, Standby: a.Standby, HeartbeatInterval: s.cfg.HeartbeatInterval}); err != nil {
 		s.e.fail("%v", err)
 		return
 	}
