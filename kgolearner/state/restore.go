@@ -401,7 +401,9 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 		return nil
 	}
 	for _, id := range slices.Sorted(maps.Keys(lags)) {
-		r.topo.SetLag(id, lags[id])
+		if err := r.topo.SetLag(id, lags[id]); err != nil {
+			return err // cannot happen: the topology's task IDs are valid
+		}
 	}
 	r.announceReady(ready)
 	return nil

@@ -385,7 +385,9 @@ func (r *Runtime) openLocal(ctx context.Context) error {
 	}
 	for _, id := range ids {
 		if t := r.tasks[id]; t != nil && t.stateful {
-			r.topo.SetLag(id, max(0, ends[t.changelog][t.partition]-t.restored))
+			if err := r.topo.SetLag(id, max(0, ends[t.changelog][t.partition]-t.restored)); err != nil {
+				return err // cannot happen: the topology's task IDs are valid
+			}
 		}
 	}
 	return nil
