@@ -7,7 +7,6 @@ import (
 
 	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -17,13 +16,7 @@ import (
 // the later offset 5 here) leaves the task's partition out: landing
 // after the revoke's commit, it would move the group back to offset 3.
 func TestStaleCommitAfterRevoke(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in"))
-	require.NoError(t, err)
-	defer c.Close()
-	seed := kgo.SeedBrokers(c.ListenAddrs()...)
-	prod, err := kgo.NewClient(seed, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	require.NoError(t, err)
-	defer prod.Close()
+	c, seed, prod := oneTopicCluster(t, "in")
 	for range 6 {
 		require.NoError(t, prod.ProduceSync(context.Background(), &kgo.Record{Topic: "in", Partition: 0}).FirstErr())
 	}

@@ -133,11 +133,7 @@ func TestValidPositions(t *testing.T) {
 // Records polled before a store's reset continue what the store held
 // before it: restore drops them, and takes those polled after.
 func TestRestoreDropsRecordsPolledBeforeReset(t *testing.T) {
-	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
-		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}}})
-	require.NoError(t, err)
-	tk := r.tasks["0_0"]
-	require.NoError(t, r.open(tk))
+	r, tk := openedTask(t)
 	rec := func(offset int64, key string) *kgo.Record {
 		rec := ChangelogRecord("g-0-changelog", 0, []byte(key), []byte("v"), map[string]int64{"in": offset + 1})
 		rec.Offset = offset
@@ -168,13 +164,7 @@ func TestRestoreDropsRecordsPolledBeforeReset(t *testing.T) {
 // a record it never applied (a restart would then skip it for good).
 func TestBadChangelogRecordStopsTheRestore(t *testing.T) {
 	const changelog = "g-0-changelog"
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, changelog))
-	require.NoError(t, err)
-	defer c.Close()
-	seed := kgo.SeedBrokers(c.ListenAddrs()...)
-	prod, err := kgo.NewClient(seed, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	require.NoError(t, err)
-	defer prod.Close()
+	_, seed, prod := oneTopicCluster(t, changelog)
 	good := func(key string, next int64) *kgo.Record {
 		return ChangelogRecord(changelog, 0, []byte(key), []byte("v"), map[string]int64{"in": next})
 	}
@@ -281,11 +271,7 @@ func TestCompleteTooLargeStopsRun(t *testing.T) {
 // is then reset (the changelog lost records) is no longer caught up: it
 // restores again before it runs, rather than run on an empty store.
 func TestResetTaskCaughtUpRestoresAgain(t *testing.T) {
-	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
-		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}}})
-	require.NoError(t, err)
-	tk := r.tasks["0_0"]
-	require.NoError(t, r.open(tk))
+	r, tk := openedTask(t)
 	recs := []*kgo.Record{
 		ChangelogRecord("g-0-changelog", 0, []byte("a"), []byte("1"), map[string]int64{"in": 1}),
 		ChangelogRecord("g-0-changelog", 0, []byte("b"), []byte("2"), map[string]int64{"in": 2}),

@@ -1,0 +1,37 @@
+package state
+
+import (
+	"testing"
+
+	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// oneTopicCluster starts an in-process Kafka with one partition of topic
+// and returns it, the option that reaches it, and a producer that writes
+// to the partition each record names. All close when the test ends.
+func oneTopicCluster(t *testing.T, topic string) (*kfake.Cluster, kgo.Opt, *kgo.Client) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	seed := kgo.SeedBrokers(c.ListenAddrs()...)
+	prod, err := kgo.NewClient(seed, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	t.Cleanup(prod.Close)
+	return c, seed, prod
+}
+
+// openedTask returns a runtime of one stateful task, 0_0 of input topic
+// "in" in group "g", with its store open.
+func openedTask(t *testing.T) (*Runtime, *task) {
+	t.Helper()
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}}})
+	require.NoError(t, err)
+	tk := r.tasks["0_0"]
+	require.NoError(t, r.open(tk))
+	return r, tk
+}
