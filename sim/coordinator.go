@@ -10,10 +10,11 @@ import (
 	"github.com/learnerassignor/learner/coordinator"
 )
 
-// The coordinator strategy's protocol timing. The heartbeat interval is
-// Kafka's classic default (heartbeat.interval.ms), so every strategy's
-// members heartbeat alike and only the protocol's own messages differ; the
-// round trip is a loopback-to-datacentre figure for one heartbeat.
+// The protocol timing. The heartbeat interval is Kafka's classic default
+// (heartbeat.interval.ms), shortened by heartbeatEvery under a short session
+// timeout, so every strategy's members heartbeat alike and only the
+// protocol's own messages differ; the round trip is a loopback-to-datacentre
+// figure for one heartbeat of the coordinator strategy.
 const (
 	heartbeatInterval = 3 * time.Second
 	heartbeatRTT      = 20 * time.Millisecond
@@ -57,7 +58,7 @@ func newCoordStrategy(e *engine, _ Strategy) (strategy, error) {
 	s.cfg = coordinator.Config{
 		Options:           learner.Options{Standbys: e.sc.Standbys},
 		SessionTimeout:    e.sc.SessionTimeout,
-		HeartbeatInterval: min(heartbeatInterval, e.sc.SessionTimeout/3),
+		HeartbeatInterval: heartbeatEvery(e.sc),
 	}
 	c, err := coordinator.New(e.tasks, s.cfg)
 	if err != nil {

@@ -68,3 +68,27 @@ at 4m join S5.3
 	// incarnation under an ID in use: the run fails on either.
 	mustRun(t, sc, Coordinator)
 }
+
+// TestHeartbeatsAlike: every strategy's members heartbeat at the same
+// interval, so that messages/member/min compares the protocols' own
+// requests. Under a session timeout below 9 s the coordinator strategy
+// heartbeats every third of it, as Kafka requires (heartbeat.interval.ms
+// below session.timeout.ms); the rebalancing strategies must too.
+func TestHeartbeatsAlike(t *testing.T) {
+	sc := parse(t, `
+duration 30m
+session-timeout 3s
+tasks T1-T4 size 100
+members S1 S2
+`)
+	// No event: no rebalance, nothing but heartbeats, one a second for
+	// each of the two members.
+	for _, s := range []Strategy{LearnerStable, StopTheWorld, Cooperative, WarmUp} {
+		m := mustRun(t, sc, s).Metrics
+		assert.Zero(t, m.Rebalances, "%v: rebalances", s)
+		assert.Equal(t, 2*30*60, m.Messages, "%v: messages, want one a second a member", s)
+	}
+	// The coordinator's heartbeat takes a round trip more.
+	m := mustRun(t, sc, Coordinator).Metrics
+	assert.InDelta(t, 2*30*60/1.02, m.Messages, 5, "coordinator messages")
+}

@@ -194,7 +194,7 @@ func run(sc *Scenario, s Strategy) (*Result, error) {
 	e.integrate(sc.Duration)
 	e.now = sc.Duration
 	if _, ok := e.strat.(rebalanceFree); !ok {
-		e.res.Metrics.Messages += int(e.res.Metrics.MemberTime / classicHeartbeat)
+		e.res.Metrics.Messages += int(e.res.Metrics.MemberTime / heartbeatEvery(sc))
 	}
 	e.res.Timeline.End = sc.Duration
 	return &e.res, nil
@@ -420,9 +420,15 @@ func (e *engine) depart(m *member, why string) {
 // its own messages.
 type rebalanceFree interface{ rebalanceFree() }
 
-// classicHeartbeat is the rebalancing strategies' heartbeat interval, Kafka's
-// heartbeat.interval.ms default: every member sends one so often.
-const classicHeartbeat = 3 * time.Second
+// heartbeatEvery is every strategy's heartbeat interval: Kafka's
+// heartbeat.interval.ms default, or a third of a shorter session timeout's
+// (Kafka wants the interval below the timeout, a third at most). The
+// rebalancing strategies and the coordinator's members heartbeat alike, so
+// that the messages they are charged differ only by the protocol's own
+// requests: with a 3 s session timeout the coordinator's members
+// heartbeated every second and the others' every 3 s, which charged the
+// coordinator three times their heartbeats.
+func heartbeatEvery(sc *Scenario) time.Duration { return min(heartbeatInterval, sc.SessionTimeout/3) }
 
 // requestRebalance asks for a rebalance. It starts once everything else
 // happening at this instant is done (so members joining together join one

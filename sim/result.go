@@ -154,8 +154,8 @@ type Metrics struct {
 	HandoverWait    time.Duration
 	HandoverWaitMax time.Duration
 	// Messages counts the requests members sent to run the group protocol:
-	// heartbeats (every 3s for the rebalancing strategies, Kafka's
-	// heartbeat.interval.ms default), plus a JoinGroup and a SyncGroup per
+	// heartbeats (every 3s, Kafka's heartbeat.interval.ms default, or a
+	// third of a shorter session timeout, for every strategy), plus a JoinGroup and a SyncGroup per
 	// member per rebalance. MemberTime is the time members spent in the
 	// group, summed over members: Messages / MemberTime is the rate.
 	Messages   int
