@@ -640,26 +640,30 @@ func parseRate(s string) (float64, error) {
 // than in the middle of a run. It counts the IDs against maxIDs before
 // expanding a range, so a huge one fails without its memory.
 func (seen *idTable) expand(s string) ([]string, error) {
-	prefix, a, b := s, 0, 0 // s alone, unless it is a range
+	prefix, a, b := s, int64(0), int64(0) // s alone, unless it is a range
 	lo, hi, ok := strings.Cut(s, "-")
 	if ok {
-		pl, from, okA := splitNumber(lo)
-		ph, to, okB := splitNumber(hi)
-		if okA && okB && pl == ph && pl != "" {
-			if from > to {
+		pl, from, errA := splitNumber(lo)
+		ph, to, errB := splitNumber(hi)
+		if pl == ph && pl != "" && pl != lo && ph != hi {
+			// A range, whatever its numbers: a bound too large to count
+			// once made the whole word one ID, a scenario of one task
+			// where "T1-T1000000000" meant a billion.
+			if errA != nil || errB != nil || from > to {
 				return nil, fmt.Errorf("bad range %q", s)
 			}
 			prefix, a, b = pl, from, to
 		}
 	}
-	if b-a >= maxIDs-seen.written {
+	if b-a >= int64(maxIDs-seen.written) {
 		return nil, fmt.Errorf("more than %d IDs", maxIDs)
 	}
 	ids := []string{s}
 	if prefix != s {
 		ids = make([]string, 0, b-a+1)
-		for i := a; i <= b; i++ {
-			ids = append(ids, prefix+strconv.Itoa(i))
+		// By offset: a loop up to b would overflow at b = MaxInt64.
+		for k := range b - a + 1 {
+			ids = append(ids, prefix+strconv.FormatInt(a+k, 10))
 		}
 	}
 	for _, id := range ids {
@@ -671,17 +675,18 @@ func (seen *idTable) expand(s string) ([]string, error) {
 	return ids, nil
 }
 
-// splitNumber splits "S12" into "S" and 12.
-func splitNumber(s string) (string, int, bool) {
+// splitNumber splits "S12" into "S" and 12; a word that does not end in a
+// digit is its own prefix. The error reports a number beyond an int64.
+func splitNumber(s string) (string, int64, error) {
 	i := len(s)
 	for i > 0 && '0' <= s[i-1] && s[i-1] <= '9' {
 		i--
 	}
-	if i == len(s) || len(s)-i > 9 {
-		return "", 0, false
+	if i == len(s) {
+		return s, 0, nil
 	}
-	v, err := strconv.Atoi(s[i:])
-	return s[:i], v, err == nil
+	v, err := strconv.ParseInt(s[i:], 10, 64)
+	return s[:i], v, err
 }
 
 // plain writes v as a decimal without an exponent: %g writes 1e+06, which

@@ -571,6 +571,10 @@ func TestParseRanges(t *testing.T) {
 			{At: 5 * time.Minute, Kind: Restart, Members: []MemberSpec{{ID: "S3"}}, After: time.Minute, Line: 10},
 		}}
 	assert.Equal(t, want, sc)
+
+	// Ten digits and more are numbers too, up to an int64's last.
+	sc = parse(t, "duration 1h\ntasks T9223372036854775806-T9223372036854775807 X01-X02 size 5\nmembers S1")
+	assert.Equal(t, []TaskSpec{{"T9223372036854775806", 5}, {"T9223372036854775807", 5}, {"X1", 5}, {"X2", 5}}, sc.Tasks)
 }
 
 // TestLeaveDeadlines: a leave's own deadline overrides the scenario's, and
@@ -754,6 +758,11 @@ func TestParseLimits(t *testing.T) {
 		{"duration 1h\ntasks T1 size 1\nmembers S1-S1999\nat 1m join S2000-S2001", "line 4: more than 2000 members"},
 		{head + events(10000) + "at 1m crash-leader\n", "line 10004: more than 10000 events"},
 		{head + "at 1m leave S1-S99999999", "line 4: more than 100000 IDs"},
+		// A bound of ten digits or more is a range all the same, not one
+		// ID spelled "T1-T1000000000": the scenario would have one task.
+		{"duration 1h\ntasks T1-T1000000000 size 1\nmembers S1", "line 2: more than 100000 IDs"},
+		{"duration 1h\ntasks T1-T99999999999999999999999 size 1\nmembers S1", `line 2: bad range "T1-T99999999999999999999999"`},
+		{"duration 1h\ntasks T10000000000-T1 size 1\nmembers S1", `line 2: bad range "T10000000000-T1"`},
 		{head + strings.Repeat("at 1m leave S1 S1 S1 S1 S1 S1 S1 S1 S1 S1\n", 9999) + "at 1m leave S1 S1 S1 S1 S1 S1 S1 S1 S1 S1 S1\n", "line 10003: more than 100000 IDs"},
 	} {
 		_, err := Parse(tc.src)
