@@ -512,7 +512,11 @@ func (c *Coordinator) readyNow(m *member, t int32) bool {
 // latest is recorded again, which changes none of what m reported. Within one
 // epoch a member's roles are the ones that epoch's target gave it; a member
 // that does not number its heartbeats (Seq 0) may still have a late one of
-// the epoch recorded, so readiness and leaving are kept once reported.
+// the epoch recorded, so its readiness and leaving are kept once reported. A
+// member that numbers them has its late ones ignored, so its latest report
+// is the whole truth: a learner it no longer reports ready (Member.Unready:
+// its state fell behind again) is not ready, and is not promoted on the
+// strength of an older report.
 func (c *Coordinator) report(m *member, hb Heartbeat) {
 	wasReady := make([]bool, len(m.tgtLearning))
 	for i, t := range m.tgtLearning {
@@ -524,8 +528,11 @@ func (c *Coordinator) report(m *member, hb Heartbeat) {
 	m.repExtra = extra
 	c.setRepActive(m, active)
 	m.repLearning, _ = c.intern(hb.Learning)
-	ready, _ := c.intern(hb.Ready)
-	m.ready = union(ready, slices.DeleteFunc(m.ready, func(t int32) bool { return !m.repLearning.has(t) }))
+	ready, _ := c.intern(hb.Ready) // a subset of Learning: validate checked
+	if hb.Seq == 0 {
+		ready = union(ready, slices.DeleteFunc(m.ready, func(t int32) bool { return !m.repLearning.has(t) }))
+	}
+	m.ready = ready
 	m.lag = nil
 	for _, l := range hb.Lag {
 		if t, ok := c.index[l.Task]; ok {

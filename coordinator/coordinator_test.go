@@ -339,3 +339,39 @@ func TestMaxMembers(t *testing.T) {
 	beatApply(t, c, t0.Add(2*time.Second), NewMember("S3"))
 	assert.Equal(t, []string{"S2-b", "S3"}, c.Members(), "members after S1 left and S3 joined")
 }
+
+// TestUnreadyWithdrawsReadiness: a learner that reported ready and then
+// fell behind again (Member.Unready) is not promoted on the strength of its
+// older report. A failover's recovery window holds the promotion back, so
+// the withdrawal comes in before the coordinator acts on the readiness.
+func TestUnreadyWithdrawsReadiness(t *testing.T) {
+	tasks := []learner.Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}}
+	cfg := Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true}
+	c, err := New(tasks, cfg)
+	require.NoError(t, err)
+	s1, s2 := NewMember("S1"), NewMember("S2")
+	now := t0
+	beatApply(t, c, now, s1)
+	beatApply(t, c, now, s2)
+	beatApply(t, c, now, s2)
+	learning := s2.Heartbeat().Learning
+	require.Len(t, learning, 1, "S2 learns one of S1's tasks")
+	task := learning[0]
+
+	cfg.FreshGroup = false
+	c2, err := New(tasks, cfg)
+	require.NoError(t, err)
+	beatApply(t, c2, now, s1)
+	require.True(t, s2.Restored(task))
+	beatApply(t, c2, now, s2) // ready, but the window grants nothing
+	require.True(t, s2.Unready(task))
+	beatApply(t, c2, now, s2) // not ready after all
+	for range 15 {
+		now = now.Add(time.Second)
+		c2.Tick(now)
+		beatApply(t, c2, now, s1)
+		beatApply(t, c2, now, s2)
+	}
+	assert.Contains(t, s1.Active(), task, "S1 keeps %s: its learner on S2 withdrew its readiness (target %v)", task, c2.Target())
+	assert.Equal(t, []string{task}, s2.Heartbeat().Learning, "S2 still learns %s", task)
+}

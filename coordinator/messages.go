@@ -49,7 +49,9 @@ type Heartbeat struct {
 	// them). Within an epoch a member's readiness, lags, capacity and rack
 	// change, so the coordinator ignores a heartbeat of the epoch it has
 	// recorded with a lower Seq: a late one, whose news is older. A member
-	// that sends Seq 0 throughout is ordered by Epoch alone.
+	// that sends Seq 0 throughout is ordered by Epoch alone, and a learner
+	// it once reported ready stays ready while it learns it: a late copy
+	// could not be told from a withdrawal.
 	Seq int64
 	// Replaces, in a join, names the member this one restarts (Kafka's
 	// static membership): the joining process knows that incarnation has
