@@ -151,8 +151,11 @@ const (
 //
 // Events come in time order, within the duration. A scenario has at most
 // 10,000 tasks, 2,000 members, 10,000 events and 100,000 IDs written
-// (ranges expanded), and lines of at most 1 MB.
+// (ranges expanded), lines of at most 1 MB and MaxScenarioSize bytes.
 func Parse(src string) (*Scenario, error) {
+	if len(src) > MaxScenarioSize {
+		return nil, fmt.Errorf("sim: scenario of %d bytes, longer than %d bytes: %w", len(src), MaxScenarioSize, ErrScenario)
+	}
 	sc := &Scenario{
 		Pause:           defaultPause,
 		SessionTimeout:  defaultSessionTimeout,
@@ -261,6 +264,12 @@ func Parse(src string) (*Scenario, error) {
 
 // maxLine bounds a scenario line: a megabyte, tens of thousands of IDs.
 const maxLine = 1 << 20
+
+// MaxScenarioSize bounds a scenario's text, 64 MB: more than its 100,000
+// IDs of at most 255 bytes and its 10,000 events take, so that a reader
+// can stop there (the command line reads -scenario through it) rather than
+// read a mistaken file, or /dev/zero, until memory runs out.
+const MaxScenarioSize = 64 << 20
 
 // MaxStandbys bounds the standbys setting: more copies than that is no
 // configuration anyone runs, and it keeps the placement loops small.

@@ -763,6 +763,7 @@ func TestParseLimits(t *testing.T) {
 		{"duration 1h\ntasks T1-T1000000000 size 1\nmembers S1", "line 2: more than 100000 IDs"},
 		{"duration 1h\ntasks T1-T99999999999999999999999 size 1\nmembers S1", `line 2: bad range "T1-T99999999999999999999999"`},
 		{"duration 1h\ntasks T10000000000-T1 size 1\nmembers S1", `line 2: bad range "T10000000000-T1"`},
+		{head + strings.Repeat("#\n", (MaxScenarioSize-len(head))/2+1), "longer than 67108864 bytes"},
 		{head + strings.Repeat("at 1m leave S1 S1 S1 S1 S1 S1 S1 S1 S1 S1\n", 9999) + "at 1m leave S1 S1 S1 S1 S1 S1 S1 S1 S1 S1 S1\n", "line 10003: more than 100000 IDs"},
 	} {
 		_, err := Parse(tc.src)

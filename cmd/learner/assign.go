@@ -117,3 +117,26 @@ func readInput(name string, stdin io.Reader) ([]byte, error) {
 	}
 	return os.ReadFile(name)
 }
+
+// readInputMax is readInput that reads at most limit bytes: a longer input
+// is an error once limit+1 bytes are in, so that an endless one (/dev/zero)
+// fails instead of filling memory.
+func readInputMax(name string, stdin io.Reader, limit int64) ([]byte, error) {
+	r, shown := stdin, "standard input"
+	if name != "" && name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r, shown = f, name
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", shown, err)
+	case int64(len(b)) > limit:
+		return nil, fmt.Errorf("%s is longer than %d bytes", shown, limit)
+	}
+	return b, nil
+}

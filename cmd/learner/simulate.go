@@ -162,9 +162,9 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 
 	var text string
 	if set["scenario"] {
-		src, err := readInput(*scenario, stdin)
+		src, err := readInputMax(*scenario, stdin, sim.MaxScenarioSize)
 		if err != nil {
-			return fail("%v", err)
+			return fail("-scenario: %v", err)
 		}
 		text = string(src)
 	} else {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/learnerassignor/learner/sim"
 )
 
 func simulate(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -168,4 +170,39 @@ func TestSimulateSVGDevice(t *testing.T) {
 	}
 	_, errs, code := simulate(t, "-members", "4", "-tasks", "6", "-stateless", "1", "-svg", os.DevNull)
 	assert.Equal(t, 0, code, "-svg %s: exit code (stderr %q)", os.DevNull, errs)
+}
+
+// TestSimulateScenarioTooLong: a scenario longer than any the limits allow
+// (sim.MaxScenarioSize) fails with exit 2 and says so, read from a file or
+// from standard input, instead of being read whole into memory: -scenario
+// /dev/zero, or a binary file by mistake, would exhaust it.
+func TestSimulateScenarioTooLong(t *testing.T) {
+	const limit = sim.MaxScenarioSize
+	script := "duration 1h\ntasks T1 T2 size 5\nmembers S1 S2\n"
+	comment := "# " + strings.Repeat("x", 61) + "\n"
+	long := script + strings.Repeat(comment, (limit-len(script))/len(comment)+1)
+	require.Greater(t, len(long), limit)
+	file := filepath.Join(t.TempDir(), "long.txt")
+	require.NoError(t, os.WriteFile(file, []byte(long), 0o644))
+	for _, args := range [][]string{{"-scenario", file}, {"-scenario", "-"}} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"simulate"}, args...), strings.NewReader(long), &out, &errb)
+		assert.Equal(t, 2, code, "learner simulate %v of %d bytes: exit code (stderr %q)", args, len(long), errb.String())
+		assert.Empty(t, out.String(), "learner simulate %v: stdout", args)
+		assert.Contains(t, errb.String(), "longer than 67108864 bytes", "learner simulate %v: stderr", args)
+	}
+
+	// An endless input stops at the limit.
+	var out, errb bytes.Buffer
+	code := run([]string{"simulate", "-scenario", "-"}, zeros{}, &out, &errb)
+	assert.Equal(t, 2, code, "learner simulate -scenario - < /dev/zero: exit code (stderr %q)", errb.String())
+	assert.Equal(t, "learner simulate: -scenario: standard input is longer than 67108864 bytes\n", errb.String())
+}
+
+// zeros reads as /dev/zero does: zero bytes without end.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
