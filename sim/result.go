@@ -141,8 +141,8 @@ type Metrics struct {
 	LongestUnbalanced time.Duration
 	// PeakActive is the most active tasks one member held at once.
 	PeakActive int
-	// PeakBusy is the most tasks one member held at once, learners and
-	// warm-ups included.
+	// PeakBusy is the most tasks one member held at once, learners,
+	// warm-ups and standbys included (record counts every role).
 	PeakBusy int
 
 	// WarmHandovers counts tasks that became active on a member whose
