@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,9 +34,14 @@ flags:
 // anything runs; an error while simulating exits 1.
 func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package writes the usage, and a bad flag's error before it,
+	// to one output; which stream they belong on is known only once Parse
+	// has returned: help asked for goes to stdout, as learner help's and
+	// learner assign -h's do, a usage error to stderr.
+	var usageText bytes.Buffer
+	fs.SetOutput(&usageText)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, simulateUsage)
+		fmt.Fprint(&usageText, simulateUsage)
 		fs.PrintDefaults()
 	}
 	fail := func(format string, args ...any) int {
@@ -69,8 +75,10 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	fs.Uint64Var(&p.Seed, "seed", p.Seed, "default scenario: seed of the state sizes; with -suite: seed of the suite")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			stdout.Write(usageText.Bytes())
 			return 0
 		}
+		stderr.Write(usageText.Bytes())
 		return 2
 	}
 	if fs.NArg() > 0 {
