@@ -348,7 +348,7 @@ func (e *engine) crash(m *member) []*slot {
 			e.cause[t], e.dirty = CauseCrash, true
 		}
 	}
-	m.crashed, m.expires = true, e.now+e.sc.SessionTimeout
+	m.crashed, m.expires = true, e.lastBeat(m)+e.sc.SessionTimeout
 	e.kill(m)
 	e.at(m.expires, func() {
 		if m.inGroup { // no rebalance has dropped it yet
@@ -357,6 +357,24 @@ func (e *engine) crash(m *member) []*slot {
 		}
 	})
 	return onDisk
+}
+
+// lastBeat is when m's last heartbeat up to now went out: every
+// heartbeatEvery from its phase, its join, or for the members at time zero
+// spread over the interval, as the coordinator strategy spreads them.
+// Kafka's coordinator times a session from the member's last heartbeat,
+// and the coordinator strategy's does: timing it from the crash charged
+// the rebalancing strategies up to an interval more per crash.
+func (e *engine) lastBeat(m *member) time.Duration {
+	every := heartbeatEvery(e.sc)
+	phase := e.res.Timeline.Members[m.idx].Joined
+	if m.idx < len(e.sc.Members) {
+		phase = time.Duration(m.idx) * every / time.Duration(len(e.sc.Members))
+	}
+	if e.now < phase {
+		return e.now // not yet one: its join stands for it
+	}
+	return e.now - (e.now-phase)%every
 }
 
 // restart starts a crashed member again as a new member of the group (a new

@@ -331,11 +331,13 @@ at 5m crash S2
 	for _, s := range Strategies() {
 		m := mustRun(t, sc, s).Metrics
 		assert.Zero(t, m.Cold, "%v: cold hand-overs", s)
-		// T3 and T4 are down from 5m: S1 takes them over after 3s until
-		// the session times out and 1s of rebalance (the coordinator times
-		// the session from S2's last heartbeat, 0.46s before the crash, and
-		// needs no rebalance: S1 gets them at its next heartbeat, 2.96s
-		// after the crash), and replays what is left of the 5s lag.
+		// T3 and T4 are down from 5m until S1 takes them over: S2's
+		// session times out 3s after its last heartbeat (S2 heartbeats
+		// every second at 0.5s past, so 2.5s after the crash), then 1s of
+		// rebalance (the coordinator's S2 last heartbeated 0.46s before the
+		// crash, and the coordinator needs no rebalance: S1 gets them at
+		// its next heartbeat, 2.96s after the crash); then S1 replays what
+		// is left of the 5s lag.
 		want := 2 * 5 * time.Second
 		assert.Equal(t, want, m.DowntimeBy[CauseCrash], "%v: crash downtime (all: %v)", s, m.DowntimeBy)
 	}
@@ -343,7 +345,7 @@ at 5m crash S2
 	for _, s := range Strategies() {
 		m := mustRun(t, sc, s).Metrics
 		// The 2s lag is replayed by the time S1 takes over.
-		want := 2 * 4 * time.Second
+		want := 2 * 3500 * time.Millisecond
 		if s == Coordinator {
 			want = 2 * 2960 * time.Millisecond
 		}
@@ -355,9 +357,9 @@ at 5m crash S2
 		assert.Equal(t, 2, m.Cold, "%v without standbys: cold hand-overs", s)
 		assert.Equal(t, 2, m.ColdUnavoidable, "%v without standbys: unavoidable cold hand-overs", s)
 		assert.Zero(t, m.ColdPlanned, "%v without standbys: a crash is not planned scaling", s)
-		// 3s + 1s, then 10s of restore; stop-the-world also stops S1's
+		// 2.5s + 1s, then 10s of restore; stop-the-world also stops S1's
 		// two tasks for the rebalance.
-		want := 2 * 14 * time.Second
+		want := 2 * 13500 * time.Millisecond
 		switch s {
 		case StopTheWorld:
 			want += 2 * time.Second
@@ -371,11 +373,13 @@ at 5m crash S2
 // TestCrashedMemberHoldsJoin: a rebalance that starts after a member crashed
 // but before its session times out waits for it, as Kafka's coordinator
 // does: the join phase completes when the session expires, without it. S2
-// crashes at 1m and S5 joins at 1m1s: the round S5 starts completes at
-// 1m30s, and S2's two tasks are down for the session timeout at least,
-// whatever the strategy (a rebalance that dropped S2 at once handed them
-// out 8-12s after the crash). The same when the leader crashes during a
-// rebalance: the round that restarts waits for the leader's session.
+// crashes at 1m, 2.25s after its last heartbeat (the four members heartbeat
+// every 3s, S2 at 0.75s past), and S5 joins at 1m1s: the round S5 starts
+// completes at 1m27.75s, and S2's two tasks are down until then and a
+// pause, whatever the strategy (a rebalance that dropped S2 at once handed
+// them out 8-12s after the crash). The same when the leader crashes during
+// a rebalance, at 1m1s, a second after its heartbeat at 1m: the round that
+// restarts waits for the leader's session.
 func TestCrashedMemberHoldsJoin(t *testing.T) {
 	const script = `
 duration 10m
@@ -387,11 +391,11 @@ members S1-S4
 `
 	for _, tc := range []struct {
 		events, crashed string
-		expires         time.Duration // the crashed member's session
+		crash, expires  time.Duration // the crashed member's death and session end
 	}{
-		{"at 1m crash S2\nat 1m1s join S5\n", "S2", 90 * time.Second},
+		{"at 1m crash S2\nat 1m1s join S5\n", "S2", time.Minute, 87750 * time.Millisecond},
 		// S1 dies during the rebalance S5 starts: it is aborted at 1m3s.
-		{"at 1m join S5\nat 1m1s crash-leader\n", "S1", 91 * time.Second},
+		{"at 1m join S5\nat 1m1s crash-leader\n", "S1", 61 * time.Second, 90 * time.Second},
 	} {
 		sc := parse(t, script+tc.events)
 		for _, s := range Strategies() {
@@ -399,7 +403,7 @@ members S1-S4
 				continue // no rebalances
 			}
 			r := mustRun(t, sc, s)
-			assert.GreaterOrEqual(t, r.Metrics.DowntimeBy[CauseCrash], 2*sc.SessionTimeout,
+			assert.GreaterOrEqual(t, r.Metrics.DowntimeBy[CauseCrash], 2*(tc.expires+sc.Pause-tc.crash),
 				"%q under %v: crash downtime of %s's two tasks (all: %v)", tc.events, s, tc.crashed, r.Metrics.DowntimeBy)
 			for _, rd := range r.Rounds {
 				if !rd.Aborted && rd.Start > time.Minute && rd.Start < tc.expires {
@@ -407,6 +411,38 @@ members S1-S4
 				}
 			}
 		}
+	}
+}
+
+// TestSessionFromLastHeartbeat: a crashed member's session expires a
+// session timeout after its last heartbeat, as Kafka's coordinator times it
+// and the coordinator strategy's does, not after the crash: every strategy
+// is charged the same wait. The members heartbeat every 3 s, spread over
+// the interval: S1 at 0s, 3s, ..., S2 at 1s, 4s, ...; S1 crashes at 1m1s,
+// a second after its heartbeat at 1m, so its session expires at 1m10s; S2
+// crashes at 2m3s, two seconds after its heartbeat at 2m1s.
+func TestSessionFromLastHeartbeat(t *testing.T) {
+	sc := parse(t, `
+duration 10m
+tasks T1-T4 size 100
+members S1 S2 S3
+at 1m1s crash S1
+at 2m3s crash S2
+`)
+	for _, s := range Strategies() {
+		if s == Coordinator {
+			continue // its own coordinator times its sessions
+		}
+		starts := map[string]time.Duration{}
+		for _, rd := range mustRun(t, sc, s).Rounds {
+			for _, why := range rd.Reasons {
+				if id, ok := strings.CutSuffix(why, "'s session timed out"); ok {
+					starts[id] = rd.Start
+				}
+			}
+		}
+		assert.Equal(t, map[string]time.Duration{"S1": 70 * time.Second, "S2": 131 * time.Second}, starts,
+			"%v: rebalances that drop the crashed members", s)
 	}
 }
 
@@ -449,12 +485,13 @@ at 5m restart S2 after 5s
 	for _, s := range Strategies() {
 		r := mustRun(t, sc, s)
 		assert.Zero(t, r.Metrics.Cold, "%v: cold hand-overs", s)
-		// T3 and T4: down until the old S2's session times out at 5m10s,
+		// T3 and T4: down until the old S2's session times out at
+		// 5m8.5s, 10s after its last heartbeat (every 3s, at 1.5s past),
 		// then the 1s rebalance.
-		want := 2 * 11 * time.Second
+		want := 2 * 9500 * time.Millisecond
 		switch s {
 		case StopTheWorld:
-			want += 2 * 6 * time.Second // T1 and T2 stop from S2's join at 5m5s
+			want += 2 * 4500 * time.Millisecond // T1 and T2 stop from S2's join at 5m5s
 		case Coordinator:
 			want = 2 * 5020 * time.Millisecond // it replaces S2 at its join: one round trip
 		}
