@@ -96,9 +96,7 @@ func (s *coordStrategy) initial(m *member, a learner.Assignment) {
 	if _, err := s.c.Heartbeat(epoch.Add(-time.Nanosecond), cm.m.Heartbeat()); err != nil {
 		s.e.fail("%v", err)
 	}
-	// Members heartbeat spread over the interval, as they do when they
-	// joined at different times.
-	s.scheduleBeat(m, time.Duration(m.idx)*s.cfg.HeartbeatInterval/time.Duration(len(s.e.sc.Members)))
+	s.scheduleBeat(m, firstBeat(s.e.sc, m.idx))
 	s.startTicks()
 }
 

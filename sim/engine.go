@@ -369,7 +369,7 @@ func (e *engine) lastBeat(m *member) time.Duration {
 	every := heartbeatEvery(e.sc)
 	phase := e.res.Timeline.Members[m.idx].Joined
 	if m.idx < len(e.sc.Members) {
-		phase = time.Duration(m.idx) * every / time.Duration(len(e.sc.Members))
+		phase = firstBeat(e.sc, m.idx)
 	}
 	if e.now < phase {
 		return e.now // not yet one: its join stands for it
@@ -447,6 +447,13 @@ type rebalanceFree interface{ rebalanceFree() }
 // heartbeated every second and the others' every 3 s, which charged the
 // coordinator three times their heartbeats.
 func heartbeatEvery(sc *Scenario) time.Duration { return min(heartbeatInterval, sc.SessionTimeout/3) }
+
+// firstBeat is when member idx of the group at time zero first heartbeats:
+// the members' heartbeats are spread over the interval, as they are when
+// members joined at different times.
+func firstBeat(sc *Scenario, idx int) time.Duration {
+	return time.Duration(idx) * heartbeatEvery(sc) / time.Duration(len(sc.Members))
+}
 
 // requestRebalance asks for a rebalance. It starts once everything else
 // happening at this instant is done (so members joining together join one
