@@ -271,15 +271,18 @@ func (w *Worker) Restored(task string) bool {
 // Unready withdraws Restored: the learner task's local state fell behind
 // again (the application lost or reset it), so the leader must not move the
 // task to this worker until Restored is called again. It reports whether
-// task is one of the worker's learner tasks; other tasks are ignored. A
-// join already sent may have reported the task ready, and the assignment
-// answering it may still make the worker its owner: the application then
-// restores the task before it runs it.
+// task is one of the worker's learner tasks; other tasks are ignored. It
+// forgets the task's lag too: Restored set it to 0, and a leader with
+// Options.AcceptableLag would take a reported 0 for ready; report the new
+// lag with SetLag. A join already sent may have reported the task ready,
+// and the assignment answering it may still make the worker its owner: the
+// application then restores the task before it runs it.
 func (w *Worker) Unready(task string) bool {
 	if !slices.Contains(w.learning, task) {
 		return false
 	}
 	delete(w.ready, task)
+	delete(w.lag, task)
 	return true
 }
 

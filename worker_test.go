@@ -380,3 +380,27 @@ func TestWorkerSetLagRefusesMalformedID(t *testing.T) {
 	_, err = a.Assign([]MemberMetadata{m})
 	assert.NoError(t, err, "Assign refuses the join report %s", FormatMember(m))
 }
+
+// TestWorkerUnreadyForgetsRestoredLag checks that Unready withdraws
+// readiness by lag too: Restored records a lag of 0 for a learner whose lag
+// was reported, and a join after Unready must not carry that 0, or a leader
+// with Options.AcceptableLag would promote the learner whose state was just
+// lost.
+func TestWorkerUnreadyForgetsRestoredLag(t *testing.T) {
+	opts := Options{AcceptableLag: 100}
+	w := joined(t, RejoinStable, Assignment{MemberID: "S2", Learning: []string{"T1"}})
+	require.NoError(t, w.SetLag("T1", 5000))
+	require.True(t, w.Restored("T1"))
+	require.True(t, opts.LearnerReady(w.Join(), "T1"), "LearnerReady after Restored")
+	_, err := w.Apply(Assignment{MemberID: "S2", Learning: []string{"T1"}})
+	require.NoError(t, err)
+
+	require.True(t, w.Unready("T1"))
+	m := w.Join()
+	assert.False(t, opts.LearnerReady(m, "T1"), "LearnerReady after Unready: join reports %+v", m)
+	a, err := New([]Task{{ID: "T1", Stateful: true}}, opts)
+	require.NoError(t, err)
+	out, err := a.Assign([]MemberMetadata{{ID: "S1", Revoked: []string{"T1"}}, m})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"T1"}, out[0].Assigned, "T1 moved to the learner whose state was lost:\n%s", FormatAssignments(out))
+}
