@@ -602,3 +602,37 @@ func TestLeaderSplitClaims(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaderKeeperDoesNotLearn: a member that keeps a deferred task runs it,
+// tagged learned, for one more generation; it must not also be sent the
+// task to learn, an assignment its Worker refuses ("in both assigned and
+// learning"): its ParseSyncAssignment fails, and kgo drops its session
+// (OnPartitionsLost) and rejoins. S1, the only claimer of 0_0, owns part of
+// it (orders-0, assigned alone by a leader of another topology, see
+// TestLeaderSplitClaims); S2, leaving, released 0_0 at this join. Assign
+// keeps 0_0 on S2 with S1 as its learner; S1 still owns orders-0, so S1
+// keeps the task for a generation and S2 learns it. (Found by fuzzing the
+// leader with random reports.)
+func TestLeaderKeeperDoesNotLearn(t *testing.T) {
+	b := newTestBalancer(t, testTopology)
+	members := []kmsg.JoinGroupResponseMember{
+		b.joinMember("S1", b.encodeMember(t, learner.MemberMetadata{}), map[string][]int32{"orders": {0, 2}}),
+		b.joinMember("S2", b.encodeMember(t, learner.MemberMetadata{Revoked: []string{"0_0"}, Leaving: true}), nil),
+	}
+	b.balance(t, members, testCounts) // the shared checker's rules on what was sent
+	gb, _, err := b.MemberBalancer(members)
+	require.NoError(t, err)
+	into, err := gb.(kgo.GroupMemberBalancerOrError).BalanceOrError(testCounts)
+	require.NoError(t, err)
+	for _, sa := range into.IntoSyncAssignment() { // as each member applies it
+		member := newTestBalancer(t, testTopology)
+		parts, err := member.ParseSyncAssignment(sa.MemberAssignment)
+		require.NoError(t, err, "%s applies its assignment", sa.MemberID)
+		if sa.MemberID == "S1" {
+			assert.Equal(t, map[string][]int32{"orders": {0, 1, 2}, "payments": {0, 1, 2}, "clicks": {0, 1}}, parts, "S1 keeps 0_0 and gets the rest")
+			assert.NotContains(t, member.synced.Learning, "0_0", "S1's learner tasks")
+		} else {
+			assert.Contains(t, member.synced.Learning, "0_0", "S2's learner tasks")
+		}
+	}
+}

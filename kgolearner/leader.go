@@ -624,7 +624,9 @@ type keep struct{ keeper, task int32 }
 
 // redo rewrites member i's lists after its deferrals: the deferred tasks of
 // its active ones move to its learning ones, and the tasks it keeps join
-// its active and learned ones and leave Revoked and Standby. Every list
+// its active and learned ones and leave Revoked, Learning and Standby
+// (Assign may have planned the keeper as the task's learner: a Worker
+// refuses an assignment that both runs and learns a task). Every list
 // stays ascending. Assigned and Standby may be the lists the member
 // reported (AssignIndexed returns those it keeps), so they are filtered
 // into new slices, never in place.
@@ -651,6 +653,7 @@ func (h *handOff) redo(i int, keeps []int32) {
 		}
 		as.Revoked = slices.DeleteFunc(as.Revoked, kept)
 		as.Standby = slices.DeleteFunc(slices.Clone(as.Standby), kept)
+		as.Learning = slices.DeleteFunc(slices.Clone(as.Learning), kept)
 	}
 	if len(moved) > 0 {
 		as.Learning = merge(as.Learning, moved)
