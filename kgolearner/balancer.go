@@ -111,16 +111,21 @@ type Hooks struct {
 	// StopActive stops processing a task and makes durable whatever the
 	// application keeps besides Kafka's offsets (for example by flushing
 	// the task's changelog writes). When it returns nil, the balancer
-	// commits the offsets polled from the task's partitions, synchronously,
-	// before the member joins the rebalance; the next owner starts from
-	// there. If it returns an error, or the commit fails, the member keeps
-	// the task: StartActive runs again and the member reports it still
-	// owned, so nobody else starts it in this rebalance. Except when the
-	// coordinator refused the commit because it no longer has the member
-	// (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID: the release outlasted the
-	// rebalance timeout, say): the group may already run the task
-	// elsewhere, so it stays stopped, and the next owner starts from the
-	// last commit.
+	// commits the offsets polled from the task's partitions, synchronously;
+	// the next owner starts from there. A release (a task its last
+	// assignment tagged learned, stopped when a rebalance begins) commits
+	// before the member joins the rebalance; if StopActive returns an
+	// error, or the commit fails, the member keeps the task: StartActive
+	// runs again and the member reports it still owned, so nobody else
+	// starts it in this rebalance. Except when the coordinator refused the
+	// commit because it no longer has the member (UNKNOWN_MEMBER_ID,
+	// FENCED_INSTANCE_ID: the release outlasted the rebalance timeout,
+	// say): the group may already run the task elsewhere, so it stays
+	// stopped, and the next owner starts from the last commit. A task whose
+	// partitions the assignment took away, and every task of a closing
+	// client, stays stopped whatever StopActive returns (its partitions are
+	// no longer the member's): after an error, or a failed commit, the next
+	// owner starts from the last commit.
 	//
 	// The task's local state stays: the member may get the task back, for
 	// example when it released the task for a learner that was not ready
