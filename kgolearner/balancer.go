@@ -92,8 +92,11 @@ const ProtocolName = "learner"
 // OnPartitionsAssigned, OnPartitionsLost), never inside kgo's join and
 // sync: a hook may block, commit and call the Balancer's methods. They run
 // one at a time, stops before starts. With kgo.BlockRebalanceOnPoll (set by
-// Opts) no hook runs while the application holds polled records, that is
-// between a PollFetches and its AllowRebalance.
+// Opts) none of them runs while the application holds polled records, that
+// is between a PollFetches and its AllowRebalance. Two hooks are apart:
+// Shutdown runs on its own goroutine, and Rebalanced inside the leader's
+// join, where the application may be processing a poll's records (kgo lets
+// it poll during a rebalance once the session's revoke has returned).
 //
 // Long work belongs on the application's own goroutines, with one
 // exception: StopActive must finish the task's durable work before it
