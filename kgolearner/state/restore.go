@@ -100,10 +100,20 @@ func (r *Runtime) restore(t *task, recs []*kgo.Record, resets uint64) error {
 	cp := Checkpoint{Changelog: t.cp.Changelog, Input: maps.Clone(t.cp.Input)}
 	changes := make([]Change, 0, len(recs))
 	var last []byte // the position of the last record applied
-	n := 0
+	n, start := 0, from
 	for _, rec := range recs {
 		if rec.Offset < from {
 			continue // fetched before the partition was re-added
+		}
+		if rec.Attrs.IsControl() {
+			// A transaction's marker (a changelog seeded by a
+			// transactional producer) takes an offset but holds no
+			// change: it counts as restored, or a changelog ending with
+			// one would stay one record ahead of the store forever
+			// (the restore client keeps them, KeepControlRecords, for
+			// this). It is no record of a group: track leaves pending.
+			from = rec.Offset + 1
+			continue
 		}
 		ch, pos, marker, others, err := changeOf(rec)
 		if err != nil {
@@ -117,12 +127,15 @@ func (r *Runtime) restore(t *task, recs []*kgo.Record, resets uint64) error {
 		last, from = pos, rec.Offset+1
 		n++
 	}
-	if n > 0 {
-		input, err := parsePositions(bytes.Split(last, []byte(";")))
-		if err != nil {
-			return fmt.Errorf("state: task %s: %w", t.id, err) // validPositions accepted it
+	if from > start {
+		cp.Changelog = from
+		if n > 0 {
+			input, err := parsePositions(bytes.Split(last, []byte(";")))
+			if err != nil {
+				return fmt.Errorf("state: task %s: %w", t.id, err) // validPositions accepted it
+			}
+			cp.Input = input
 		}
-		cp.Changelog, cp.Input = from, input
 		if len(t.pending) > 0 {
 			cp.Changelog = t.pendingFrom
 		}
