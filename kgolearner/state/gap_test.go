@@ -68,3 +68,25 @@ func TestChangelogEndingWithControlRecord(t *testing.T) {
 
 	require.Equal(t, []string{"k1", "k2"}, readKeys(t, c), "keys of the state seeded in a transaction")
 }
+
+// A changelog seeded by a transactional producer may hold the records of
+// an aborted transaction: they never happened, and a restore must not
+// apply them.
+func TestChangelogWithAbortedTransaction(t *testing.T) {
+	changelog := state.ChangelogTopic("g", 0)
+	c := newCluster(t, "in", changelog)
+	seeder, err := kgo.NewClient(append(c.opts, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID("seed"))...)
+	require.NoError(t, err)
+	defer seeder.Close()
+	ctx := context.Background()
+	for _, tx := range []struct {
+		key    string
+		commit kgo.TransactionEndTry
+	}{{"k1", kgo.TryAbort}, {"k2", kgo.TryCommit}} {
+		require.NoError(t, seeder.BeginTransaction())
+		require.NoError(t, seeder.ProduceSync(ctx, state.ChangelogRecord(changelog, 0, []byte(tx.key), []byte("x"), map[string]int64{"in": 0})).FirstErr())
+		require.NoError(t, seeder.EndTransaction(ctx, tx.commit))
+	}
+
+	require.Equal(t, []string{"k2"}, readKeys(t, c), "keys of the state: k1's transaction was aborted")
+}

@@ -263,12 +263,17 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	// huge response (on the in-process kfake, a 50 MB restore fetch stalled
 	// every member's processing for its whole duration). An offset out of
 	// range is returned, not reset: the restore loop resets the store.
-	// Control records are returned so that the restore counts their
-	// offsets: a changelog seeded in a transaction may end with one.
+	// A changelog seeded by a transactional producer is read as committed,
+	// whatever ClientOpts say of the input: an aborted transaction's
+	// records never happened. Control records are returned so that the
+	// restore counts their offsets: such a changelog may end with one. Its
+	// end offset stays the high watermark (EndOffsets), so that an active
+	// task waits for a transaction still open rather than write after
+	// records its store lacks.
 	r.rcl, err = kgo.NewClient(slices.Concat([]kgo.Opt{kgo.MetadataMinAge(time.Second),
 		kgo.FetchMaxBytes(restoreFetchBytes), kgo.FetchMaxPartitionBytes(restoreFetchBytes / 4)},
 		r.cfg.ClientOpts, []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}), kgo.ConsumeResetOffset(kgo.NoResetOffset()),
-			kgo.KeepControlRecords()})...)
+			kgo.KeepControlRecords(), kgo.FetchIsolationLevel(kgo.ReadCommitted())})...)
 	if err != nil {
 		return fmt.Errorf("state: %w: %w", ErrInvalidConfig, err) // kgo refuses only options
 	}
