@@ -254,6 +254,17 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 // read as zero, it would say a store is not behind. Errors wrap kgo's or
 // the broker's (a kerr.Error, such as kerr.UnknownTopicOrPartition).
 func EndOffsets(ctx context.Context, cl *kgo.Client, parts map[string][]int32) (map[string]map[int32]int64, error) {
+	return listOffsets(ctx, cl, parts, -1, "end")
+}
+
+// startOffsets is EndOffsets for the start offsets (log start offsets).
+func startOffsets(ctx context.Context, cl *kgo.Client, parts map[string][]int32) (map[string]map[int32]int64, error) {
+	return listOffsets(ctx, cl, parts, -2, "start")
+}
+
+// listOffsets lists the offsets of timestamp, -1 for the end, -2 for the
+// start; what names them in errors.
+func listOffsets(ctx context.Context, cl *kgo.Client, parts map[string][]int32, timestamp int64, what string) (map[string]map[int32]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	for _, topic := range slices.Sorted(maps.Keys(parts)) {
@@ -262,20 +273,20 @@ func EndOffsets(ctx context.Context, cl *kgo.Client, parts map[string][]int32) (
 		for _, p := range parts[topic] {
 			rp := kmsg.NewListOffsetsRequestTopicPartition()
 			rp.Partition = p
-			rp.Timestamp = -1 // latest
+			rp.Timestamp = timestamp
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		req.Topics = append(req.Topics, rt)
 	}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return nil, fmt.Errorf("state: list end offsets: %w", err)
+		return nil, fmt.Errorf("state: list %s offsets: %w", what, err)
 	}
 	out := map[string]map[int32]int64{}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return nil, fmt.Errorf("state: end offset of %s partition %d: %w", t.Topic, p.Partition, err)
+				return nil, fmt.Errorf("state: %s offset of %s partition %d: %w", what, t.Topic, p.Partition, err)
 			}
 			if out[t.Topic] == nil {
 				out[t.Topic] = map[int32]int64{}

@@ -8,7 +8,9 @@ import (
 	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/learnerassignor/learner/kgolearner/state"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // readKeys runs a member of topology "in" (2 partitions, stateful) with
@@ -89,4 +91,31 @@ func TestChangelogWithAbortedTransaction(t *testing.T) {
 	}
 
 	require.Equal(t, []string{"k2"}, readKeys(t, c), "keys of the state: k1's transaction was aborted")
+}
+
+// A changelog whose records were all deleted (DeleteRecords, or retention
+// on a topic created with cleanup.policy=compact,delete) starts and ends
+// at the same offset: an empty store has nothing to restore, and must not
+// wait for records below the changelog's start.
+func TestChangelogDeletedToItsEnd(t *testing.T) {
+	changelog := state.ChangelogTopic("g", 0)
+	c := newCluster(t, "in", changelog)
+	c.produce(state.ChangelogRecord(changelog, 0, []byte("k1"), []byte("x"), map[string]int64{"in": 0}),
+		state.ChangelogRecord(changelog, 0, []byte("k2"), []byte("x"), map[string]int64{"in": 0}))
+	del := kmsg.NewPtrDeleteRecordsRequest()
+	dt := kmsg.NewDeleteRecordsRequestTopic()
+	dt.Topic = changelog
+	dp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	dp.Partition, dp.Offset = 0, -1 // the high watermark: every record
+	dt.Partitions = append(dt.Partitions, dp)
+	del.Topics = append(del.Topics, dt)
+	admin, err := kgo.NewClient(c.opts...)
+	require.NoError(t, err)
+	defer admin.Close()
+	resp, err := del.RequestWith(context.Background(), admin)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode), "DeleteRecords")
+	require.Equal(t, int64(2), resp.Topics[0].Partitions[0].LowWatermark, "the changelog's start after DeleteRecords")
+
+	require.Empty(t, readKeys(t, c), "keys of the state restored from an empty changelog")
 }

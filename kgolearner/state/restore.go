@@ -379,6 +379,9 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 		return err
 	}
 	r.missingSince = time.Time{}
+	if err := r.skipDeleted(ctx, parts, ends); err != nil && ctx.Err() == nil {
+		r.observeError(err) // the lags still go out; the next listing tries again
+	}
 	lags := map[string]int64{}
 	var ready, ahead []*task
 	r.mu.Lock()
@@ -419,6 +422,74 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 		}
 	}
 	r.announceReady(ready)
+	return nil
+}
+
+// skipDeleted moves the empty stores of tasks restoring, among parts, to
+// their changelog's start offset when it is past zero: the changelog lost
+// its first records (DeleteRecords, retention on a topic created with
+// cleanup.policy=compact,delete), and an empty store holds every record
+// before the start. The restore fetches from the start anyway (AtStart),
+// but a changelog whose records were all deleted has no record to fetch,
+// and without this the store would stay at zero, its lag the end offset,
+// and an active task would never catch up. ends are the partitions' end
+// offsets, listed just before.
+func (r *Runtime) skipDeleted(ctx context.Context, parts map[string][]int32, ends map[string]map[int32]int64) error {
+	empty := map[string][]int32{}
+	r.mu.Lock()
+	for topic, ps := range parts {
+		for _, p := range ps {
+			// Only stores with a role: one kept for later roles waits
+			// for its next, rather than list its start every time.
+			if t := r.tasks[r.byChangelog[inputKey(topic, p)]]; t.restoring() && t.restored == 0 && ends[topic][p] > 0 {
+				empty[topic] = append(empty[topic], p)
+			}
+		}
+	}
+	r.mu.Unlock()
+	// At most once a second: a cold restore's store is empty only until
+	// its first fetch, and listing its start every LagInterval meanwhile
+	// would only load the broker.
+	if len(empty) == 0 || time.Since(r.startsListedAt) < runningListInterval {
+		return nil
+	}
+	r.startsListedAt = time.Now()
+	starts, err := startOffsets(ctx, r.rcl, empty)
+	if err != nil {
+		return err
+	}
+	for topic, ps := range empty {
+		for _, p := range ps {
+			if start := starts[topic][p]; start > 0 {
+				if err := r.skipTo(r.tasks[r.byChangelog[inputKey(topic, p)]], start); err != nil {
+					r.fail(err)
+					return nil
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// skipTo sets an empty store's checkpoint to its changelog's start offset
+// (see skipDeleted), unless it restored records or runs since.
+func (r *Runtime) skipTo(t *task, start int64) error {
+	t.applyMu.Lock() // no restore, reset or write of the store meanwhile
+	defer t.applyMu.Unlock()
+	r.mu.Lock()
+	skip := t.running || t.store == nil || t.restored != 0 || len(t.pending) > 0
+	r.mu.Unlock()
+	if skip {
+		return nil
+	}
+	cp := Checkpoint{Changelog: start, Input: t.cp.Input}
+	if err := t.store.Apply(nil, cp); err != nil {
+		return fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err)
+	}
+	t.cp = cp
+	r.mu.Lock()
+	t.restored = start
+	r.mu.Unlock()
 	return nil
 }
 

@@ -143,6 +143,7 @@ type Runtime struct {
 	missingSince    time.Time                            // lag loop: when a changelog topic went missing
 	missingReported bool                                 // lag loop: the missing topic was reported
 	runningListedAt time.Time                            // lag loop: when it last listed running tasks' changelogs
+	startsListedAt  time.Time                            // lag loop: when it last listed empty stores' start offsets (skipDeleted)
 	stopOnce        sync.Once
 	stop            chan struct{} // closed by Shutdown: Run returns
 	fatal           chan error
