@@ -38,6 +38,38 @@ func (c *cluster) produce(recs ...*kgo.Record) {
 	require.NoError(c.t, cl.ProduceSync(context.Background(), recs...).FirstErr())
 }
 
+// transactionalProducer returns a client that produces to the partitions
+// its records name in transactions, as a changelog's seeder may; the test's
+// end closes it.
+func (c *cluster) transactionalProducer() *kgo.Client {
+	c.t.Helper()
+	cl, err := kgo.NewClient(append(c.opts, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID("seed"))...)
+	require.NoError(c.t, err)
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// deleteRecords deletes the records of a topic partition below offset (-1:
+// every record, to the high watermark) and returns the partition's new
+// start offset.
+func (c *cluster) deleteRecords(topic string, partition int32, offset int64) int64 {
+	c.t.Helper()
+	del := kmsg.NewPtrDeleteRecordsRequest()
+	dt := kmsg.NewDeleteRecordsRequestTopic()
+	dt.Topic = topic
+	dp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	dp.Partition, dp.Offset = partition, offset
+	dt.Partitions = append(dt.Partitions, dp)
+	del.Topics = append(del.Topics, dt)
+	admin, err := kgo.NewClient(c.opts...)
+	require.NoError(c.t, err)
+	defer admin.Close()
+	resp, err := del.RequestWith(context.Background(), admin)
+	require.NoError(c.t, err)
+	require.NoError(c.t, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode), "DeleteRecords of %s partition %d below %d", topic, partition, offset)
+	return resp.Topics[0].Partitions[0].LowWatermark
+}
+
 // run starts a member of group "g" with cfg's topology and Process. It
 // returns a channel that gets Run's error, and stop, which cancels Run as
 // a crash would and waits for it; the test's end stops it too.

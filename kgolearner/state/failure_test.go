@@ -202,19 +202,7 @@ func TestChangelogRecordsDeleted(t *testing.T) {
 	produce("5", "6", "7", "8", "9")
 	member(&state.MemoryStores{}, 5) // restores 0-4, writes 5-9
 
-	del := kmsg.NewPtrDeleteRecordsRequest()
-	dt := kmsg.NewDeleteRecordsRequestTopic()
-	dt.Topic = state.ChangelogTopic("g", 0)
-	dp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	dp.Partition, dp.Offset = 0, 7
-	dt.Partitions = append(dt.Partitions, dp)
-	del.Topics = append(del.Topics, dt)
-	admin, err := kgo.NewClient(c.opts...)
-	require.NoError(t, err)
-	defer admin.Close()
-	resp, err := del.RequestWith(context.Background(), admin)
-	require.NoError(t, err)
-	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode), "DeleteRecords")
+	c.deleteRecords(state.ChangelogTopic("g", 0), 0, 7)
 
 	produce("read")
 	member(kept, 1)

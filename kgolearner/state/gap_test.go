@@ -8,9 +8,7 @@ import (
 	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/learnerassignor/learner/kgolearner/state"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // readKeys runs a member of topology "in" (2 partitions, stateful) with
@@ -55,9 +53,7 @@ func readKeys(t *testing.T, c *cluster) []string {
 func TestChangelogEndingWithControlRecord(t *testing.T) {
 	changelog := state.ChangelogTopic("g", 0)
 	c := newCluster(t, "in", changelog)
-	seeder, err := kgo.NewClient(append(c.opts, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID("seed"))...)
-	require.NoError(t, err)
-	defer seeder.Close()
+	seeder := c.transactionalProducer()
 	ctx := context.Background()
 	require.NoError(t, seeder.BeginTransaction())
 	for _, k := range []string{"k1", "k2"} {
@@ -77,9 +73,7 @@ func TestChangelogEndingWithControlRecord(t *testing.T) {
 func TestChangelogWithAbortedTransaction(t *testing.T) {
 	changelog := state.ChangelogTopic("g", 0)
 	c := newCluster(t, "in", changelog)
-	seeder, err := kgo.NewClient(append(c.opts, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID("seed"))...)
-	require.NoError(t, err)
-	defer seeder.Close()
+	seeder := c.transactionalProducer()
 	ctx := context.Background()
 	for _, tx := range []struct {
 		key    string
@@ -102,20 +96,7 @@ func TestChangelogDeletedToItsEnd(t *testing.T) {
 	c := newCluster(t, "in", changelog)
 	c.produce(state.ChangelogRecord(changelog, 0, []byte("k1"), []byte("x"), map[string]int64{"in": 0}),
 		state.ChangelogRecord(changelog, 0, []byte("k2"), []byte("x"), map[string]int64{"in": 0}))
-	del := kmsg.NewPtrDeleteRecordsRequest()
-	dt := kmsg.NewDeleteRecordsRequestTopic()
-	dt.Topic = changelog
-	dp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	dp.Partition, dp.Offset = 0, -1 // the high watermark: every record
-	dt.Partitions = append(dt.Partitions, dp)
-	del.Topics = append(del.Topics, dt)
-	admin, err := kgo.NewClient(c.opts...)
-	require.NoError(t, err)
-	defer admin.Close()
-	resp, err := del.RequestWith(context.Background(), admin)
-	require.NoError(t, err)
-	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode), "DeleteRecords")
-	require.Equal(t, int64(2), resp.Topics[0].Partitions[0].LowWatermark, "the changelog's start after DeleteRecords")
+	require.Equal(t, int64(2), c.deleteRecords(changelog, 0, -1), "the changelog's start after deleting every record")
 
 	require.Empty(t, readKeys(t, c), "keys of the state restored from an empty changelog")
 }
