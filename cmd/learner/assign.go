@@ -40,7 +40,7 @@ func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "learner assign: %v (run learner assign -h for usage)\n", err)
 		return 2
 	}
-	src, err := readInput(file, stdin)
+	src, err := readInput(file, stdin, maxAssignInput)
 	if err != nil {
 		fmt.Fprintf(stderr, "learner assign: %v\n", err)
 		return 2
@@ -110,18 +110,15 @@ func assignArgs(args []string) (file string, help bool, err error) {
 	return files[0], false, nil
 }
 
-// readInput reads the named file, or stdin for "" and "-".
-func readInput(name string, stdin io.Reader) ([]byte, error) {
-	if name == "" || name == "-" {
-		return io.ReadAll(stdin)
-	}
-	return os.ReadFile(name)
-}
+// maxAssignInput bounds what learner assign reads, 1 GiB: a group of
+// learner.MaxMembers is not written in notation, and a mistaken file or
+// /dev/zero fails there rather than once memory runs out.
+const maxAssignInput = 1 << 30
 
-// readInputMax is readInput that reads at most limit bytes: a longer input
-// is an error once limit+1 bytes are in, so that an endless one (/dev/zero)
-// fails instead of filling memory.
-func readInputMax(name string, stdin io.Reader, limit int64) ([]byte, error) {
+// readInput reads the named file, or stdin for "" and "-", up to limit
+// bytes: a longer input is an error once limit+1 bytes are in, so that an
+// endless one (/dev/zero) fails instead of filling memory.
+func readInput(name string, stdin io.Reader, limit int64) ([]byte, error) {
 	r, shown := stdin, "standard input"
 	if name != "" && name != "-" {
 		f, err := os.Open(name)

@@ -170,7 +170,7 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 
 	var text string
 	if set["scenario"] {
-		src, err := readInputMax(*scenario, stdin, sim.MaxScenarioSize)
+		src, err := readInput(*scenario, stdin, sim.MaxScenarioSize)
 		if err != nil {
 			return fail("-scenario: %v", err)
 		}
