@@ -272,11 +272,23 @@ func (r *Runtime) activate(ctx context.Context) {
 // the task may run. Its store holds those changes; the changelog must too
 // before anything follows them, or a restore would take the next records'
 // position without them once compaction dropped the group's first record.
+// A failed write is reported (Observer.Error) once the task's lock is
+// released, as Observer promises: the restore loop takes it too.
 func (r *Runtime) complete(ctx context.Context, t *task) bool {
+	ok, err := r.writePending(ctx, t)
+	if err != nil {
+		r.observeError(err)
+	}
+	return ok
+}
+
+// writePending is complete without the report: it returns the error of a
+// failed write the task recovers from, by trying again at the next poll.
+func (r *Runtime) writePending(ctx context.Context, t *task) (bool, error) {
 	t.applyMu.Lock()
 	defer t.applyMu.Unlock()
 	if len(t.pending) == 0 {
-		return true
+		return true, nil
 	}
 	recs := make([]*kgo.Record, len(t.pending))
 	for i, ch := range t.pending {
@@ -286,27 +298,26 @@ func (r *Runtime) complete(ctx context.Context, t *task) bool {
 	// or topic limit lowered since would refuse them on every try.
 	if err := r.checkSizes(&taskBatch{t: t, changelog: recs}); err != nil {
 		r.fail(err)
-		return false
+		return false, nil
 	}
 	if err := r.produce(ctx, recs); err != nil {
 		err = fmt.Errorf("state: task %s: write the %d records the changelog's last input record lacks: %w", t.id, len(recs), err)
 		if errors.Is(err, kerr.MessageTooLarge) {
 			r.fail(err)
-		} else {
-			r.observeError(err)
+			return false, nil
 		}
-		return false
+		return false, err
 	}
 	cp := Checkpoint{Changelog: recs[len(recs)-1].Offset + 1, Input: t.cp.Input}
 	if err := t.store.Apply(nil, cp); err != nil {
 		r.fail(fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err))
-		return false
+		return false, nil
 	}
 	t.cp, t.pending = cp, nil
 	r.mu.Lock()
 	t.restored = cp.Changelog
 	r.mu.Unlock()
-	return true
+	return true, nil
 }
 
 // collect sorts polled records by task: records of running tasks make the

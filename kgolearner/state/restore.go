@@ -87,15 +87,28 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 // runs active (its own writes reach its store directly) or its store was
 // reset after they were polled (resets is r.resets before the poll): they
 // continue what the store held before. Removing the partition dropped
-// the fetches kgo had buffered, but not these.
+// the fetches kgo had buffered, but not these. Observer.Restored runs
+// once the task's lock is released: a callback that waits for the poll
+// loop, which takes that lock to activate or run the task, would
+// otherwise wait for itself.
 func (r *Runtime) restore(t *task, recs []*kgo.Record, resets uint64) error {
+	n, ro, err := r.applyRestored(t, recs, resets)
+	if f := r.cfg.Observer.Restored; f != nil && n > 0 {
+		f(t.id, ro.String(), n)
+	}
+	return err
+}
+
+// applyRestored is restore without the callback: it returns the number of
+// records applied (zero if it failed) and the task's role then.
+func (r *Runtime) applyRestored(t *task, recs []*kgo.Record, resets uint64) (int, role, error) {
 	t.applyMu.Lock()
 	defer t.applyMu.Unlock()
 	r.mu.Lock()
 	skip, ro, from := t.running || t.store == nil || t.resetAt > resets, t.role, t.restored
 	r.mu.Unlock()
 	if skip {
-		return nil
+		return 0, ro, nil
 	}
 	cp := Checkpoint{Changelog: t.cp.Changelog, Input: maps.Clone(t.cp.Input)}
 	changes := make([]Change, 0, len(recs))
@@ -117,7 +130,7 @@ func (r *Runtime) restore(t *task, recs []*kgo.Record, resets uint64) error {
 		}
 		ch, pos, marker, others, err := changeOf(rec)
 		if err != nil {
-			return fmt.Errorf("state: task %s: %w", t.id, err)
+			return 0, ro, fmt.Errorf("state: task %s: %w", t.id, err)
 		}
 		if !marker {
 			changes = append(changes, ch)
@@ -132,7 +145,7 @@ func (r *Runtime) restore(t *task, recs []*kgo.Record, resets uint64) error {
 		if n > 0 {
 			input, err := parsePositions(bytes.Split(last, []byte(";")))
 			if err != nil {
-				return fmt.Errorf("state: task %s: %w", t.id, err) // validPositions accepted it
+				return 0, ro, fmt.Errorf("state: task %s: %w", t.id, err) // validPositions accepted it
 			}
 			cp.Input = input
 		}
@@ -140,7 +153,7 @@ func (r *Runtime) restore(t *task, recs []*kgo.Record, resets uint64) error {
 			cp.Changelog = t.pendingFrom
 		}
 		if err := t.store.Apply(changes, cp); err != nil {
-			return fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err)
+			return 0, ro, fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err)
 		}
 		t.cp = cp
 	}
@@ -151,10 +164,7 @@ func (r *Runtime) restore(t *task, recs []*kgo.Record, resets uint64) error {
 	}
 	r.checkCaughtUp(t)
 	r.mu.Unlock()
-	if f := r.cfg.Observer.Restored; f != nil && n > 0 {
-		f(t.id, ro.String(), n)
-	}
-	return nil
+	return n, ro, nil
 }
 
 // track follows the changelog's groups (see groupHeader) as records are

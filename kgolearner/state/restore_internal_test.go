@@ -376,3 +376,53 @@ func TestResetBeforeReadyCallWins(t *testing.T) {
 	r.announceReady([]*task{tk})                 // the lag loop goes on
 	assert.Empty(t, joinReady(), "Ready at the join after the learner's store was reset")
 }
+
+// Observer.Error, when complete fails to write the records the changelog
+// lacks, runs without the runtime's locks held, as Observer says: the
+// restore loop may apply the task's records meanwhile, and Status answers.
+func TestCompleteErrorWithoutLocks(t *testing.T) {
+	c, seed, _ := oneTopicCluster(t, "g-0-changelog")
+	c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kr.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.InvalidRecord.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	var r *Runtime
+	var tk *task
+	var errs int
+	unlocked := map[string]bool{}
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}},
+		Observer: Observer{Error: func(error) {
+			errs++
+			for name, mu := range map[string]interface{ TryLock() bool }{"the task's store lock": &tk.applyMu, "the runtime's lock": &r.mu} {
+				if unlocked[name] = mu.TryLock(); unlocked[name] {
+					mu.(interface{ Unlock() }).Unlock()
+				}
+			}
+		}}})
+	require.NoError(t, err)
+	r.cl, err = kgo.NewClient(seed, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer r.cl.Close()
+	r.readLimits()
+	tk = r.tasks["0_0"]
+	require.NoError(t, r.open(tk))
+	tk.pending, tk.pendingPos = []Change{{Key: []byte("a"), Value: []byte("1")}}, []byte("in=1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.False(t, r.complete(ctx, tk), "complete with its write refused")
+	require.Equal(t, 1, errs, "Error events")
+	require.Equal(t, map[string]bool{"the task's store lock": true, "the runtime's lock": true}, unlocked, "locks free while Error ran")
+}
