@@ -426,3 +426,30 @@ func TestCompleteErrorWithoutLocks(t *testing.T) {
 	require.Equal(t, 1, errs, "Error events")
 	require.Equal(t, map[string]bool{"the task's store lock": true, "the runtime's lock": true}, unlocked, "locks free while Error ran")
 }
+
+// failingCloseStore is a memory store whose Close fails.
+type failingCloseStore struct{ Store }
+
+func (failingCloseStore) Close() error { return errors.New("boom") }
+
+// A store that fails to close is reported (Observer.Error) without the
+// task's lock held, as Observer says.
+func TestCloseErrorWithoutLocks(t *testing.T) {
+	var tk *task
+	var locked []bool
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}},
+		Observer: Observer{Error: func(err error) {
+			free := tk.applyMu.TryLock()
+			if free {
+				tk.applyMu.Unlock()
+			}
+			locked = append(locked, !free)
+		}}})
+	require.NoError(t, err)
+	tk = r.tasks["0_0"]
+	require.NoError(t, r.open(tk))
+	tk.store = failingCloseStore{tk.store}
+	r.closeStores()
+	require.Equal(t, []bool{false}, locked, "the task's lock held at each Error event of closeStores")
+}

@@ -446,16 +446,20 @@ func (r *Runtime) open(t *task) error {
 	return nil
 }
 
+// closeStores closes the open stores, reporting their errors once the
+// task's lock is released, as Observer promises.
 func (r *Runtime) closeStores() {
 	for _, t := range r.tasks {
+		var err error
 		t.applyMu.Lock()
 		if t.store != nil {
-			if err := t.store.Close(); err != nil {
-				r.observeError(fmt.Errorf("%w: close task %s: %w", ErrStore, t.id, err))
-			}
+			err = t.store.Close()
 			t.store = nil
 		}
 		t.applyMu.Unlock()
+		if err != nil {
+			r.observeError(fmt.Errorf("%w: close task %s: %w", ErrStore, t.id, err))
+		}
 	}
 }
 
