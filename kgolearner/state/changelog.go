@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -189,10 +190,23 @@ func validPositions(b []byte) bool {
 	return true
 }
 
+// ErrChangelogTopic wraps Run's error about a changelog topic that exists
+// with a configuration the runtime cannot use: another partition count
+// than its subtopology's (a task's store would follow another partition's
+// changes), or a cleanup.policy without "compact" (retention would delete
+// the only record of a key not written for retention.ms, and a store
+// restored from the changelog would lack it). "compact,delete" is
+// accepted: bounded state is then the application's choice, and a store
+// whose changelog lost records restores from its start.
+var ErrChangelogTopic = errors.New("state: changelog topic misconfigured")
+
 // ensureTopics creates the changelog topics that are missing, compacted,
-// with the given partitions each, and checks the partition count of those
-// that exist.
-func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int32) error {
+// with the given partitions each, and checks the partition count and the
+// cleanup.policy of those that exist. A policy it cannot read (the
+// member's ACLs may not allow DescribeConfigs, which the runtime needs for
+// nothing else) goes to warn, and the topic is used as it is: refusing it
+// would stop applications that ran before this check.
+func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int32, warn func(error)) error {
 	meta := kmsg.NewPtrMetadataRequest()
 	for _, topic := range slices.Sorted(maps.Keys(partitions)) {
 		mt := kmsg.NewMetadataRequestTopic()
@@ -211,6 +225,7 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 	}
 	create := kmsg.NewPtrCreateTopicsRequest()
 	create.TimeoutMillis = 30000
+	var existing []string
 	for _, topic := range slices.Sorted(maps.Keys(partitions)) {
 		t, ok := found[topic]
 		var err error
@@ -230,8 +245,13 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 		case err != nil:
 			return fmt.Errorf("state: changelog topic %q: %w", topic, err)
 		case int32(len(t.Partitions)) != partitions[topic]:
-			return fmt.Errorf("state: changelog topic %q has %d partitions, its subtopology %d", topic, len(t.Partitions), partitions[topic])
+			return fmt.Errorf("state: changelog topic %q has %d partitions, its subtopology %d: %w", topic, len(t.Partitions), partitions[topic], ErrChangelogTopic)
+		default:
+			existing = append(existing, topic)
 		}
+	}
+	if err := checkPolicies(ctx, cl, existing, warn); err != nil {
+		return err
 	}
 	if len(create.Topics) == 0 {
 		return nil
@@ -244,6 +264,46 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 	for _, t := range cresp.Topics {
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("state: create changelog topic %q: %w", t.Topic, err)
+		}
+	}
+	return nil
+}
+
+// checkPolicies refuses, with ErrChangelogTopic, the first of topics
+// whose cleanup.policy lacks "compact"; a policy it cannot read goes to
+// warn (see ensureTopics).
+func checkPolicies(ctx context.Context, cl *kgo.Client, topics []string, warn func(error)) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, topic := range topics {
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+		rr.ConfigNames = []string{"cleanup.policy"}
+		req.Resources = append(req.Resources, rr)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("state: describe changelog topics: %w", err)
+		}
+		warn(fmt.Errorf("state: changelog topics %q: cleanup.policy not checked: %w", topics, err))
+		return nil
+	}
+	for _, rr := range resp.Resources {
+		if err := kerr.ErrorForCode(rr.ErrorCode); err != nil {
+			warn(fmt.Errorf("state: changelog topic %q: cleanup.policy not checked: %w", rr.ResourceName, err))
+			continue
+		}
+		for _, c := range rr.Configs {
+			if c.Name != "cleanup.policy" || c.Value == nil {
+				continue
+			}
+			if !slices.Contains(strings.Split(strings.ReplaceAll(*c.Value, " ", ""), ","), "compact") {
+				return fmt.Errorf("state: changelog topic %q has cleanup.policy %q, which lacks \"compact\": retention would delete state (alter it to compact): %w",
+					rr.ResourceName, *c.Value, ErrChangelogTopic)
+			}
 		}
 	}
 	return nil

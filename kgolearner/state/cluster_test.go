@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,12 +22,36 @@ type cluster struct {
 	opts []kgo.Opt
 }
 
+// newCluster seeds topics; those named as changelogs are compacted, as Run
+// creates them (it refuses an existing one that is not).
 func newCluster(t *testing.T, topics ...string) *cluster {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(2, topics...))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	return &cluster{t: t, c: c, opts: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}}
+	cl := &cluster{t: t, c: c, opts: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}}
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	for _, topic := range topics {
+		if strings.HasSuffix(topic, "-changelog") {
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+			rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			rc.Name, rc.Value = "cleanup.policy", kmsg.StringPtr("compact")
+			rr.Configs = append(rr.Configs, rc)
+			alter.Resources = append(alter.Resources, rr)
+		}
+	}
+	if len(alter.Resources) > 0 {
+		admin, err := kgo.NewClient(cl.opts...)
+		require.NoError(t, err)
+		defer admin.Close()
+		resp, err := alter.RequestWith(context.Background(), admin)
+		require.NoError(t, err)
+		for _, rr := range resp.Resources {
+			require.NoError(t, kerr.ErrorForCode(rr.ErrorCode), "compact %s", rr.ResourceName)
+		}
+	}
+	return cl
 }
 
 // produce writes recs, each to the partition it names.

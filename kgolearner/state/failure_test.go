@@ -89,8 +89,78 @@ func TestChangelogTopic(t *testing.T) {
 		_, err := create.RequestWith(context.Background(), a.admin())
 		require.NoError(t, err)
 		a.start("m1", nil)
-		require.ErrorContains(t, a.runErr("m1"), `changelog topic "count-0-changelog" has 3 partitions, its subtopology 6`)
+		err = a.runErr("m1")
+		require.ErrorIs(t, err, state.ErrChangelogTopic)
+		require.ErrorContains(t, err, `changelog topic "count-0-changelog" has 3 partitions, its subtopology 6`)
 	})
+	// A changelog that retention deletes loses the state of every key not
+	// written for retention.ms: Run refuses it rather than restore stores
+	// from what is left.
+	t.Run("DeletePolicy", func(t *testing.T) {
+		a := newApp(t, nil)
+		a.createChangelog("delete")
+		a.start("m1", nil)
+		err := a.runErr("m1")
+		require.ErrorIs(t, err, state.ErrChangelogTopic)
+		require.ErrorContains(t, err, `changelog topic "count-0-changelog" has cleanup.policy "delete"`)
+	})
+	// Compaction with retention is a choice the runtime copes with (a
+	// store whose changelog lost records restores from its start).
+	t.Run("CompactDeletePolicy", func(t *testing.T) {
+		a := newApp(t, nil)
+		a.createChangelog("compact,delete")
+		a.start("m1", nil)
+		a.produce(0, 60)
+		a.waitProcessed(60)
+		a.checkCounts()
+	})
+	// A member whose ACLs do not allow DescribeConfigs on the changelog
+	// runs as before, and says that it could not check the policy.
+	t.Run("DescribeConfigsDenied", func(t *testing.T) {
+		var warned atomic.Pointer[error]
+		a := newApp(t, func(cfg *state.Config) {
+			cfg.Observer.Error = func(err error) {
+				if errors.Is(err, kerr.TopicAuthorizationFailed) {
+					warned.CompareAndSwap(nil, &err)
+				}
+			}
+		})
+		a.createChangelog("compact")
+		a.cluster.ControlKey(int16(kmsg.DescribeConfigs), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+			a.cluster.KeepControl()
+			req := kr.(*kmsg.DescribeConfigsRequest)
+			resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+			for _, rr := range req.Resources {
+				sr := kmsg.NewDescribeConfigsResponseResource()
+				sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.TopicAuthorizationFailed.Code
+				resp.Resources = append(resp.Resources, sr)
+			}
+			return resp, nil, true
+		})
+		a.start("m1", nil)
+		a.produce(0, 60)
+		a.waitProcessed(60)
+		a.checkCounts()
+		err := warned.Load()
+		require.NotNil(t, err, "no Error event for the denied DescribeConfigs")
+		require.ErrorContains(t, *err, `changelog topic "count-0-changelog"`)
+	})
+}
+
+// createChangelog creates the app's changelog topic, as an earlier run or
+// an operator left it, with the given cleanup.policy.
+func (a *app) createChangelog(policy string) {
+	a.t.Helper()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = state.ChangelogTopic(a.group, 0), partitions, 1
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "cleanup.policy", kmsg.StringPtr(policy)
+	ct.Configs = append(ct.Configs, cfg)
+	create.Topics = append(create.Topics, ct)
+	resp, err := create.RequestWith(context.Background(), a.admin())
+	require.NoError(a.t, err)
+	require.NoError(a.t, kerr.ErrorForCode(resp.Topics[0].ErrorCode), "create the changelog topic")
 }
 
 // A store that cannot open (here: its file held by another process) stops

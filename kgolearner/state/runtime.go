@@ -251,8 +251,9 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 
 // Run runs the member until ctx is done, Leave has handed its tasks over,
 // or a fatal error (a store that fails, a bad changelog record, an error of
-// Process). It creates the changelog topics that are missing, opens the
-// stores left from an earlier run and reports their lag at the first join.
+// Process). It creates the changelog topics that are missing, refuses
+// existing ones it cannot use (ErrChangelogTopic), opens the stores left
+// from an earlier run and reports their lag at the first join.
 // Cancelling ctx stops at once, abandoning the batch in flight as a crash
 // would; call Leave for an orderly hand-over. A Runtime runs once.
 func (r *Runtime) Run(ctx context.Context) (err error) {
@@ -286,7 +287,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		// client, which has ClientOpts too, before anything is created.
 		return fmt.Errorf("state: ClientOpts disable idempotent writes, which the changelog relies on: %w", ErrInvalidConfig)
 	}
-	if err := ensureTopics(ctx, r.rcl, r.changelogPartitions()); err != nil {
+	if err := ensureTopics(ctx, r.rcl, r.changelogPartitions(), r.observeError); err != nil {
 		return err
 	}
 	// Whatever stops Run from here, the start included, closes the stores

@@ -308,6 +308,9 @@ func (h *harness) seed(ctx context.Context) error {
 	create := kmsg.NewPtrCreateTopicsRequest()
 	ct := kmsg.NewCreateTopicsRequestTopic()
 	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = state.ChangelogTopic(group, 0), h.cfg.Tasks, 1
+	policy := kmsg.NewCreateTopicsRequestTopicConfig()
+	policy.Name, policy.Value = "cleanup.policy", kmsg.StringPtr("compact") // as Run creates it; it refuses one that is not
+	ct.Configs = append(ct.Configs, policy)
 	create.Topics = append(create.Topics, ct)
 	if _, err := create.RequestWith(ctx, cl); err != nil {
 		return err
