@@ -516,6 +516,42 @@ func TestMemberSideHooks(t *testing.T) {
 	assert.Equal(t, learner.MemberMetadata{ID: workerID, Learning: []string{"0_1"}, Standby: []string{"0_2"}}, m, "join after a lost session keeps the learner and standby")
 }
 
+// TestMemberRefusesUnknownTags: a leader with the member's topology (same
+// fingerprint) that tags tasks the topology lacks (the wire format carries
+// them by name) is buggy or hostile: the member must not start learners or
+// standbys of tasks it has no partitions for. It drops the tags, as for user
+// data that does not decode, and runs what Kafka assigned. A revoked task
+// the topology lacks is not such a tag: the leader sends back the stale tasks
+// a member reported.
+func TestMemberRefusesUnknownTags(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		as   learner.Assignment
+		want []string
+	}{
+		{"unknown learner", learner.Assignment{Learning: []string{"0_1", "7_0"}}, []string{"start 0_0"}},
+		{"unknown standby", learner.Assignment{Learning: []string{"0_1"}, Standby: []string{"9_9"}}, []string{"start 0_0"}},
+		{"unknown learned", learner.Assignment{Assigned: []string{"8_8"}, Learned: []string{"8_8"}, Standby: []string{"0_2"}}, []string{"start 0_0"}},
+		{"stale revoked", learner.Assignment{Revoked: []string{"7_0"}, Learning: []string{"0_1"}}, []string{"learn 0_1", "start 0_0"}},
+	} {
+		var events []string
+		record := func(what string) func(string) { return func(task string) { events = append(events, what+" "+task) } }
+		b, err := New(Config{Subtopologies: testTopology, Hooks: Hooks{
+			StartActive: record("start"), StartLearning: record("learn"), StartStandby: record("standby"),
+		}})
+		require.NoError(t, err)
+		c.as.MemberID = workerID
+		ka := kmsg.NewConsumerMemberAssignment()
+		ka.Topics = b.partitionsOf([]string{"0_0"})
+		ka.UserData, err = b.codec.AppendAssignment(nil, c.as)
+		require.NoError(t, err, "%s: AppendAssignment", c.name)
+		parts, err := b.ParseSyncAssignment(ka.AppendTo(nil))
+		require.NoError(t, err, "%s: ParseSyncAssignment", c.name)
+		b.PartitionsAssigned(context.Background(), nil, parts)
+		assert.Equal(t, c.want, events, "%s: hooks", c.name)
+	}
+}
+
 // A member that called Leave and then loses its session (heartbeat answered
 // UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION, or a JoinGroup that outlasts the
 // session, both ordinary on a real broker) must still be leaving: its next

@@ -87,9 +87,12 @@ func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, e
 		partitions[t.Topic] = t.Partitions
 	}
 	as, err := b.codec.DecodeAssignment(ka.UserData)
-	if err != nil {
+	if err != nil || b.unknownTag(as) {
 		// A leader with another topology or wire version: run what Kafka
-		// assigned, as plain active tasks.
+		// assigned, as plain active tasks. Likewise for a leader with this
+		// topology that tags a task it lacks (the wire format carries such
+		// a task by name, and no leader of this package tags one): it is
+		// buggy or hostile, and its other tags cannot be trusted either.
 		as = learner.Assignment{}
 	}
 	// Active tasks travel as partitions (see plan).
@@ -107,6 +110,19 @@ func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, e
 	// session and rejoin at once, before a slower member's SyncGroup.
 	b.synced, b.changes, b.sessionStart = &as, ch, time.Now()
 	return partitions, nil
+}
+
+// unknownTag reports whether as, decoded from a leader with the member's
+// topology, tags a task that topology lacks: learning, learned or standby.
+// The member would run a learner or standby hook for a task it has no
+// partitions or changelog for. A revoked task the topology lacks is not
+// one: the leader sends back the stale tasks a member reported
+// (learner.IndexedAssignment.Stale), and the member ignores Revoked.
+// Assigned is rebuilt from the partitions.
+func (b *Balancer) unknownTag(as learner.Assignment) bool {
+	unknown := func(t string) bool { return b.topo.index(t) < 0 }
+	return slices.ContainsFunc(as.Learning, unknown) || slices.ContainsFunc(as.Learned, unknown) ||
+		slices.ContainsFunc(as.Standby, unknown)
 }
 
 // PartitionsRevoked is the balancer's kgo.OnPartitionsRevoked callback (Opts
