@@ -65,7 +65,9 @@ type topology struct {
 
 func newTopology(subs []Subtopology) (*topology, error) {
 	t := &topology{subs: subs, byTopic: map[string]int{}}
-	tasks, parts := 0, 0
+	// int64, not int: on a 32-bit platform a sum or a product of counts
+	// near 2^31 wraps to a negative total that passes the bound.
+	var tasks, parts int64
 	for i, s := range subs {
 		if len(s.Topics) == 0 {
 			return nil, fmt.Errorf("kgolearner: subtopology %d has no topics: %w", i, ErrInvalidConfig)
@@ -76,8 +78,13 @@ func newTopology(subs []Subtopology) (*topology, error) {
 		// Each partition number is a task, and the leader keeps a slot per
 		// input partition: bound both totals before building anything, so
 		// that a mistyped count is an error, not an exhausted memory.
-		tasks += int(s.Partitions)
-		parts += len(s.Topics) * int(s.Partitions) // at most 2^31 x the topics: no overflow
+		// No overflow: both totals are at most MaxTasks (2^30) before the
+		// sums, a count is under 2^31, and so is the number of topics
+		// counted (more topics than MaxTasks exceed the bound at one
+		// partition each), so the product is under 2^62.
+		topics := int64(min(len(s.Topics), learner.MaxTasks+1))
+		tasks += int64(s.Partitions)
+		parts += topics * int64(s.Partitions)
 		if tasks > learner.MaxTasks || parts > learner.MaxTasks {
 			return nil, fmt.Errorf("kgolearner: subtopology %d brings the tasks to %d and the input partitions to %d, more than %d: %w: %w",
 				i, tasks, parts, learner.MaxTasks, ErrInvalidConfig, learner.ErrInvalidTopology)
