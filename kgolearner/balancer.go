@@ -222,10 +222,24 @@ type Config struct {
 	Policy learner.RejoinPolicy
 	// Hooks are the application's callbacks.
 	Hooks Hooks
-	// CommitTimeout bounds each commit of a stopping task's offsets.
-	// Zero means 10 seconds; keep it well under the rebalance timeout (see
-	// Hooks), since a release's commit runs between the end of a session
-	// and the member's JoinGroup; Bind warns when it is not under it.
+	// CommitTimeout is the deadline of each commit of a stopping task's
+	// offsets (and of the offset fetch before a task resumes from the
+	// group's committed offsets). Zero means 10 seconds; keep it well
+	// under the rebalance timeout (see Hooks), since a release's commit
+	// runs between the end of a session and the member's JoinGroup; Bind
+	// warns when it is not under it.
+	//
+	// It bounds the commit's own OffsetCommit request, not its wait for a
+	// commit already in flight: kgo sends one commit at a time and waits
+	// for an earlier one, whatever the context says (kgo's autocommit, on
+	// the group's context, or a commit the application started;
+	// pkg/kgo/consumer_group.go lines 3529 and 3777 in franz-go v1.22.3).
+	// Only kgo's own timeouts bound that earlier commit (kgo.RetryTimeout,
+	// 30 s for a commit by default). So a commit lasts the longer of
+	// CommitTimeout and that wait; one whose deadline passed meanwhile
+	// fails, and a release that fails starts its task again. The
+	// earlier commit holds back the member's JoinGroup in any case (kgo
+	// sends no JoinGroup while a commit is in flight).
 	CommitTimeout time.Duration
 }
 
@@ -351,9 +365,14 @@ func (b *Balancer) Opts() []kgo.Opt {
 // Leave can make it rejoin the group. It warns on the client's logger
 // (kgo.WithLogger) when Config.CommitTimeout is not under the client's
 // rebalance timeout (kgo.RebalanceTimeout): one slow release commit could
-// then outlast a rebalance, and the coordinator would drop the member.
+// then outlast a rebalance, and the coordinator would drop the member. No
+// warning does not mean a release fits the rebalance timeout: StopActive
+// is not bounded, and neither is a release commit's wait for a commit
+// already in flight, such as kgo's autocommit (see Config.CommitTimeout).
 func (b *Balancer) Bind(cl *kgo.Client) {
 	b.cl.Store(cl)
+	// A necessary condition only: the commit's wait for one already in
+	// flight is not counted, since kgo does not bound it by our deadline.
 	if rt, ok := cl.OptValue(kgo.RebalanceTimeout).(time.Duration); ok && b.commitTimeout >= rt {
 		b.log(kgo.LogLevelWarn, "learner: the commit timeout is not under the rebalance timeout; a slow release commit may get the member dropped from the group",
 			"commit_timeout", b.commitTimeout, "rebalance_timeout", rt)
@@ -529,7 +548,9 @@ func (b *Balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.G
 	return j, j.topics, nil
 }
 
-// commitContext bounds one commit of stopping tasks' offsets.
+// commitContext sets the deadline of one commit of stopping tasks'
+// offsets, or of one offset fetch. kgo's CommitOffsetsSync does not stop
+// at it while an earlier commit is in flight (see Config.CommitTimeout).
 func (b *Balancer) commitContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, b.commitTimeout)
 }
