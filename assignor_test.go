@@ -73,7 +73,6 @@ func TestAssignRejectsMalformedMembers(t *testing.T) {
 		{"unknown task twice", []MemberMetadata{{ID: "S1", Assigned: []string{"T9"}, Learning: []string{"T9"}}}, `task "T9" listed in both assigned and learning`},
 		{"malformed task ID", []MemberMetadata{{ID: "S1", Learning: []string{"T/1"}}}, `malformed task ID "T/1" in learning`},
 		{"negative capacity", []MemberMetadata{{ID: "S1", Capacity: -1}}, "capacity -1 is out of range (0 to 2147483647)"},
-		{"capacity too large", []MemberMetadata{{ID: "S1", Capacity: MaxCapacity + 1}}, "capacity 2147483648 is out of range (0 to 2147483647)"},
 		{"unknown task twice in one list", []MemberMetadata{{ID: "S1", Standby: []string{"T9", "T9"}}}, `task "T9" listed twice in standby`},
 		{"malformed task ID in lag", []MemberMetadata{{ID: "S1", Lag: []TaskLag{{"T 1", 5}}}}, `malformed task ID "T 1" in lag`},
 		{"long malformed ID cut", []MemberMetadata{{ID: strings.Repeat("S", 300)}}, `member "` + strings.Repeat("S", 40) + `"... (position 0): malformed member ID`},

@@ -33,12 +33,16 @@ func TestHugeCapacityWithStandbysIsRejectedNotPanicking(t *testing.T) {
 	group := func(capacity int) []learner.MemberMetadata {
 		return []learner.MemberMetadata{{ID: "S1", Assigned: []string{"T1"}, Capacity: capacity}, {ID: "S2", Capacity: capacity}}
 	}
-	var out []learner.Assignment
-	require.NotPanics(t, func() { out, err = a.Assign(group(math.MaxInt64)) })
-	require.ErrorIs(t, err, learner.ErrInvalidMember, "Assign(capacities MaxInt64) = %v", out)
-	assert.Contains(t, err.Error(), `member "S1" (position 0): capacity 9223372036854775807 is out of range (0 to 2147483647)`)
+	// From MaxCapacity+1 to MaxInt64, where int has 64 bits (with 32,
+	// MaxCapacity is the largest int).
+	for _, capacity := range learnertest.OutOfRangeCapacities {
+		var out []learner.Assignment
+		require.NotPanics(t, func() { out, err = a.Assign(group(capacity)) })
+		require.ErrorIs(t, err, learner.ErrInvalidMember, "Assign(capacities %d) = %v", capacity, out)
+		assert.Contains(t, err.Error(), fmt.Sprintf(`member "S1" (position 0): capacity %d is out of range (0 to 2147483647)`, capacity))
+	}
 
-	out, err = a.Assign(group(maxCapacity))
+	out, err := a.Assign(group(maxCapacity))
 	require.NoError(t, err)
 	assert.Equal(t, "S1(assigned: [T1], revoked: [], learning: [])\nS2(assigned: [], revoked: [], learning: [], standby: [T1])\n",
 		learner.FormatAssignments(out), "Assign(capacities MaxCapacity)")
@@ -56,7 +60,7 @@ func TestHugeCapacityIsRejectedAndMaxCapacityBalances(t *testing.T) {
 			{ID: "S2", Assigned: []string{"T2", "T3"}, Capacity: capacity},
 		}
 	}
-	for _, capacity := range []int{1 << 62, math.MaxInt64} {
+	for _, capacity := range learnertest.OutOfRangeCapacities { // 2^62 and MaxInt64 among them
 		out, err := a.Assign(group(capacity))
 		require.ErrorIs(t, err, learner.ErrInvalidMember, "Assign(capacities %d) = %v", capacity, out)
 		assert.Contains(t, err.Error(), "is out of range (0 to 2147483647)")

@@ -2,7 +2,9 @@ package learner_test
 
 import (
 	"errors"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,10 +111,10 @@ func TestParseRebalanceErrors(t *testing.T) {
 		{"tasks: T1\nS1(capacity: -3)", `line 2: member S1: capacity: want a non-negative integer, got "-3"`},
 		{"tasks: T1\nS1(assigned: [T1], Ü)", `line 2: member S1: want a field name, got "Ü"`},
 		// Numbers past their type's range.
-		{"tasks: T1\nS1(capacity: 99999999999999999999)", `line 2: member S1: capacity: "99999999999999999999" is out of range (at most 9223372036854775807)`},
+		{"tasks: T1\nS1(capacity: 99999999999999999999)", `line 2: member S1: capacity: "99999999999999999999" is out of range (at most ` + strconv.Itoa(math.MaxInt) + `)`},
 		{"tasks: T1\nS1(lag: [T1=99999999999999999999])", `line 2: member S1: lag of T1: "99999999999999999999" is out of range (at most 9223372036854775807)`},
-		{"tasks: T1\nstandbys: 99999999999999999999", `line 2: standbys: "99999999999999999999" is out of range (at most 9223372036854775807)`},
-		{"tasks: T1 T2\nstateless: T2\n\nstandbys: 2147483648", `line 4: standbys 2147483648 is out of range (at most 2147483647 replicas over 1 stateful tasks)`},
+		{"tasks: T1\nstandbys: 99999999999999999999", `line 2: standbys: "99999999999999999999" is out of range (at most ` + strconv.Itoa(math.MaxInt) + `)`},
+		{"tasks: T1 T2 T3\nstateless: T3\n\nstandbys: 1073741824", `line 4: standbys 1073741824 is out of range (at most 2147483647 replicas over 2 stateful tasks)`},
 		{"tasks: T1\nacceptable-lag: 9223372036854775808", `line 2: acceptable-lag: "9223372036854775808" is out of range (at most 9223372036854775807)`},
 	} {
 		_, err := ParseRebalance(tc.src)

@@ -36,8 +36,21 @@ var ExtremeCapacities = []int{0, 1, 2, learner.MaxCapacity - 1, learner.MaxCapac
 var ExtremeLags = []int64{0, 1, 2, math.MaxInt32, 1 << 53, 1 << 62, math.MaxInt64 - 1, math.MaxInt64}
 
 // OutOfRangeCapacities are capacities Assign must reject: past
-// learner.MaxCapacity up to the edge of int.
-var OutOfRangeCapacities = []int{learner.MaxCapacity + 1, 1 << 53, 1 << 62, math.MaxInt}
+// learner.MaxCapacity up to the edge of int. Where int has 32 bits it is
+// empty: learner.MaxCapacity is then the largest int.
+var OutOfRangeCapacities = ints(learner.MaxCapacity+1, 1<<53, 1<<62, math.MaxInt64)
+
+// ints returns the xs an int holds, so that a list of int64 edges
+// compiles, and means the same, where int has 32 bits.
+func ints(xs ...int64) []int {
+	var out []int
+	for _, x := range xs {
+		if x <= math.MaxInt {
+			out = append(out, int(x))
+		}
+	}
+	return out
+}
 
 // pick returns a random element of xs.
 func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }

@@ -50,7 +50,8 @@ func TestMain(m *testing.M) {
 //
 //	status CODE COMMAND [ARGS...]
 //
-// runs COMMAND as exec does and fails unless it exits with CODE.
+// runs COMMAND as exec does and fails unless it exits with CODE, and the
+// condition [int64] holds where int has 64 bits (numbers past int32 parse).
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata",
@@ -60,6 +61,12 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){"status": cmdStatus},
+		Condition: func(cond string) (bool, error) {
+			if cond == "int64" {
+				return strconv.IntSize == 64, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 	})
 }
 
