@@ -3,8 +3,10 @@ package state_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/learnerassignor/learner/kgolearner/state/boltstore"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -177,11 +180,25 @@ func TestStoreFailsToOpen(t *testing.T) {
 	require.ErrorContains(t, err, "0_4.db: locked by another process")
 }
 
-// A broker that answers nothing for a few seconds costs time, not data:
-// the members ride it out (rejoining if their sessions expired) and the
-// counts stay exact.
+// A broker that goes away for a few seconds costs time, not data: the
+// members ride it out (rejoining if their sessions expired) and the counts
+// stay exact.
+//
+// The outage drops the connections the broker has and refuses new ones, as
+// an unreachable broker does. Refusing requests alone would leave what the
+// broker already holds waiting on an idle connection: a JoinGroup parked in
+// a rebalance when the outage begins (a learner's rejoin, say), which the
+// other member, refused, cannot complete. A real coordinator keeps a
+// member waiting in a join alive and answers it once the others have
+// joined or expired; kfake lets the member's session timer run out from
+// its last heartbeat (handleJoin does not reset it) and removes it without
+// answering its JoinGroup (removeMember, groups.go). kgo waits for that
+// answer up to the rebalance timeout plus kgo.RequestTimeoutOverhead,
+// about 70 s, and so does closing the member's client at the test's end:
+// in about one run of ten the test took 70 s instead of 5.
 func TestBrokerOutage(t *testing.T) {
-	a := newApp(t, nil)
+	var conns connCutter
+	a := newApp(t, nil, kfake.ListenFn(conns.listen))
 	a.start("m1", nil)
 	a.start("m2", nil)
 	a.produce(0, 600)
@@ -195,7 +212,10 @@ func TestBrokerOutage(t *testing.T) {
 		}
 		return nil, nil, false
 	})
+	// Refuse first, then cut: a request that passed the control before
+	// came on a connection that the cut closes.
 	down.Store(true)
+	conns.cut()
 	for i := 600; i < 1200; i++ {
 		a.prod.Send(i) // buffered until the broker is back
 	}
@@ -211,6 +231,46 @@ func TestBrokerOutage(t *testing.T) {
 		}
 	}
 	a.checkCounts()
+}
+
+// connCutter is a kfake listener that keeps the connections it accepts, so
+// that cut can close them all, as a broker going away does.
+type connCutter struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (c *connCutter) listen(network, address string) (net.Listener, error) {
+	ln, err := net.Listen(network, address)
+	if err != nil {
+		return nil, err
+	}
+	return cutterListener{ln, c}, nil
+}
+
+// cut closes every connection accepted so far.
+func (c *connCutter) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = nil
+}
+
+type cutterListener struct {
+	net.Listener
+	c *connCutter
+}
+
+func (l cutterListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err == nil {
+		l.c.mu.Lock()
+		l.c.conns = append(l.c.conns, conn)
+		l.c.mu.Unlock()
+	}
+	return conn, err
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

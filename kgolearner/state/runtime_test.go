@@ -42,10 +42,10 @@ type runningMember struct {
 	done chan error
 }
 
-func newApp(t *testing.T, cfg func(*state.Config)) *app {
+func newApp(t *testing.T, cfg func(*state.Config), opts ...kfake.Opt) *app {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond),
-		kfake.SeedTopics(partitions, countapp.Input, countapp.Output))
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100 * time.Millisecond),
+		kfake.SeedTopics(partitions, countapp.Input, countapp.Output)}, opts...)...)
 	require.NoError(t, err)
 	a := &app{t: t, cluster: c, opts: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, group: "count", cfg: cfg,
 		processed: map[int32]int64{}, replayed: map[string]int64{}, restored: map[string]map[string]int{}, running: map[string]int{}, members: map[string]*runningMember{}}
