@@ -254,8 +254,19 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 // Process). It creates the changelog topics that are missing, refuses
 // existing ones it cannot use (ErrChangelogTopic), opens the stores left
 // from an earlier run and reports their lag at the first join.
-// Cancelling ctx stops at once, abandoning the batch in flight as a crash
-// would; call Leave for an orderly hand-over. A Runtime runs once.
+// Cancelling ctx abandons the batch in flight as a crash would; call Leave
+// for an orderly hand-over. Run then returns once its group client has
+// left the group, which is not at once: the client stops the member's
+// tasks, commits the offsets of what they processed (kgolearner's commit
+// timeout, 10 s, bounds that commit's own request) and sends a
+// LeaveGroup; and a JoinGroup or SyncGroup in flight, which kgo sends with
+// the client's own context, is waited for first. The coordinator answers a
+// JoinGroup when the rebalance's joins are in, at the latest the rebalance
+// timeout (kgo.RebalanceTimeout in ClientOpts, 60 s by default) after the
+// rebalance began; kgo gives up on it after the rebalance timeout plus
+// kgo.RequestTimeoutOverhead (10 s by default). A cancel during a
+// rebalance that another member holds up can therefore take over a
+// minute with kgo's defaults. A Runtime runs once.
 func (r *Runtime) Run(ctx context.Context) (err error) {
 	// The restore client's defaults come first, so ClientOpts may change
 	// them. A short metadata age lists a changelog topic just created in
@@ -336,7 +347,8 @@ func (r *Runtime) Leave(deadline time.Time) {
 }
 
 // Shutdown makes Run return after the batch in flight, leaving the group
-// without a hand-over.
+// without a hand-over; the leave takes what it takes when ctx is cancelled
+// (see Run).
 func (r *Runtime) Shutdown() { r.stopOnce.Do(func() { close(r.stop) }) }
 
 // fail stops the runtime with err; the first error wins. It ends the
