@@ -183,50 +183,114 @@ func TestStoreFailsToOpen(t *testing.T) {
 // A broker that goes away for a few seconds costs time, not data: the
 // members ride it out (rejoining if their sessions expired) and the counts
 // stay exact.
-//
-// The outage drops the connections the broker has and refuses new ones, as
-// an unreachable broker does. Refusing requests alone would leave what the
-// broker already holds waiting on an idle connection: a JoinGroup parked in
-// a rebalance when the outage begins (a learner's rejoin, say), which the
-// other member, refused, cannot complete. A real coordinator keeps a
-// member waiting in a join alive and answers it once the others have
-// joined or expired; kfake lets the member's session timer run out from
-// its last heartbeat (handleJoin does not reset it) and removes it without
-// answering its JoinGroup (removeMember, groups.go). kgo waits for that
-// answer up to the rebalance timeout plus kgo.RequestTimeoutOverhead,
-// about 70 s, and so does closing the member's client at the test's end:
-// in about one run of ten the test took 70 s instead of 5.
 func TestBrokerOutage(t *testing.T) {
-	var conns connCutter
-	a := newApp(t, nil, kfake.ListenFn(conns.listen))
+	var o outage
+	a := newApp(t, nil, kfake.ListenFn(o.conns.listen))
 	a.start("m1", nil)
 	a.start("m2", nil)
 	a.produce(0, 600)
 	a.waitProcessed(600)
+	a.cluster.Control(o.control(a.cluster, nil))
+	o.begin()
+	a.rideOut(&o)
+}
 
-	var down atomic.Bool
-	a.cluster.Control(func(kmsg.Request) (kmsg.Response, error, bool) {
-		a.cluster.KeepControl()
-		if down.Load() {
+// An outage that begins while a member waits in a JoinGroup (here m1 or
+// m2 rejoining for the rebalance m3's start begins) costs no more: the
+// member's JoinGroup fails with its connection and it joins again once the
+// broker is back.
+func TestBrokerOutageDuringRebalance(t *testing.T) {
+	var o outage
+	a := newApp(t, nil, kfake.ListenFn(o.conns.listen))
+	a.start("m1", nil)
+	a.start("m2", nil)
+	a.produce(0, 600)
+	a.waitProcessed(600)
+	var armed, joined atomic.Bool
+	begun := make(chan struct{})
+	a.cluster.Control(o.control(a.cluster, func(kr kmsg.Request) {
+		if joined.Load() {
+			// kfake handles requests one at a time: the JoinGroup
+			// before this one is in the group, waiting for the
+			// other members.
+			joined.Store(false)
+			o.begin()
+			close(begun)
+			return
+		}
+		if j, ok := kr.(*kmsg.JoinGroupRequest); ok && (strings.HasPrefix(j.MemberID, "m1-") || strings.HasPrefix(j.MemberID, "m2-")) {
+			joined.Store(armed.CompareAndSwap(true, false))
+		}
+	}))
+	armed.Store(true)
+	a.start("m3", nil)
+	select {
+	case <-begun:
+	case <-time.After(20 * time.Second):
+		t.Fatal("neither m1 nor m2 rejoined for m3")
+	}
+	a.rideOut(&o)
+}
+
+// outage makes the broker unreachable: begin drops the connections it has
+// and refuses new ones, as an unreachable broker does, until rideOut ends
+// it.
+//
+// Refusing requests alone would leave what the broker already holds
+// waiting on an idle connection: a JoinGroup parked in a rebalance when
+// the outage begins, which the other members, refused, cannot complete. A
+// real coordinator keeps a member waiting in a join alive and answers it
+// once the others have joined or expired; kfake lets the member's session
+// timer run out from its last heartbeat (handleJoin does not reset it) and
+// removes it without answering its JoinGroup (removeMember, groups.go).
+// kgo waits for that answer up to the rebalance timeout plus
+// kgo.RequestTimeoutOverhead, about 70 s, and so does closing the member's
+// client at the test's end: TestBrokerOutage took 70 s instead of 5 in
+// about one run of ten, when a learner's rejoin came just before the
+// outage.
+type outage struct {
+	conns connCutter
+	down  atomic.Bool
+}
+
+// control returns the cluster's control function, which refuses every
+// request during the outage. observe, if not nil, sees every request
+// first; it may call begin.
+func (o *outage) control(c *kfake.Cluster, observe func(kmsg.Request)) func(kmsg.Request) (kmsg.Response, error, bool) {
+	return func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if observe != nil {
+			observe(kr)
+		}
+		if o.down.Load() {
 			return nil, errors.New("broker unreachable"), true
 		}
 		return nil, nil, false
-	})
-	// Refuse first, then cut: a request that passed the control before
-	// came on a connection that the cut closes.
-	down.Store(true)
-	conns.cut()
+	}
+}
+
+// begin starts the outage. It refuses first, then cuts: a request that
+// passed the control before came on a connection that the cut closes.
+func (o *outage) begin() {
+	o.down.Store(true)
+	o.conns.cut()
+}
+
+// rideOut sends more input during the outage, ends it after 3 s and checks
+// that every member rode it out and that the counts are exact.
+func (a *app) rideOut(o *outage) {
+	a.t.Helper()
 	for i := 600; i < 1200; i++ {
 		a.prod.Send(i) // buffered until the broker is back
 	}
 	time.Sleep(3 * time.Second)
-	down.Store(false)
-	require.NoError(t, a.prod.Flush())
+	o.down.Store(false)
+	require.NoError(a.t, a.prod.Flush())
 	a.waitProcessed(1200)
 	for name, m := range a.members {
 		select {
 		case err := <-m.done:
-			t.Fatalf("member %s stopped: %v", name, err)
+			a.t.Fatalf("member %s stopped: %v", name, err)
 		default:
 		}
 	}
