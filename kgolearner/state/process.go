@@ -45,8 +45,8 @@ func (c *Context) Task() string { return c.tb.t.id }
 // topics and of its changelog.
 func (c *Context) Partition() int32 { return c.tb.t.partition }
 
-// ErrStateless is returned by Get and Put of a task of a stateless
-// subtopology.
+// ErrStateless is wrapped by the errors of Get, Put and Delete of a task of
+// a stateless subtopology.
 var ErrStateless = errors.New("state: task is stateless")
 
 // Get returns the value of key in the task's state, including the writes
@@ -55,7 +55,7 @@ var ErrStateless = errors.New("state: task is stateless")
 func (c *Context) Get(key []byte) ([]byte, bool, error) {
 	t := c.tb.t
 	if !t.stateful {
-		return nil, false, fmt.Errorf("state: task %s: %w", t.id, ErrStateless)
+		return nil, false, fmt.Errorf("%w: task %s", ErrStateless, t.id)
 	}
 	if v, ok := c.tb.overlay[string(key)]; ok {
 		return cloneValue(v), v != nil, nil // v is also the pending change's
@@ -67,7 +67,7 @@ func (c *Context) Get(key []byte) ([]byte, bool, error) {
 	return v, ok, nil
 }
 
-// ErrInvalidKey is returned by Put and Delete of an empty key, which a
+// ErrInvalidKey is wrapped by the errors of Put and Delete of an empty key, which a
 // compacted changelog cannot hold, or of the key "learner.position", which
 // the runtime's position markers use: compaction would keep only the later
 // of the two.
@@ -88,10 +88,10 @@ var ErrInvalidKey = errors.New("state: invalid key")
 func (c *Context) Put(key, value []byte) error {
 	t := c.tb.t
 	if !t.stateful {
-		return fmt.Errorf("state: task %s: %w", t.id, ErrStateless)
+		return fmt.Errorf("%w: task %s", ErrStateless, t.id)
 	}
 	if len(key) == 0 || string(key) == positionHeader {
-		return fmt.Errorf("state: task %s: put %q: %w", t.id, key, ErrInvalidKey)
+		return fmt.Errorf("%w: task %s: put %q", ErrInvalidKey, t.id, key)
 	}
 	key, value = slices.Clone(key), cloneValue(value)
 	tb := c.tb
