@@ -7,8 +7,10 @@ import (
 	"github.com/learnerassignor/learner/internal/errtext"
 )
 
-// Errors returned by New and Assign wrap one of these, so callers can test
-// them with errors.Is.
+// Errors returned by New, Assign and AssignIndexed (and by AssignmentByID,
+// MemberByID, Worker.Apply and Worker.SetLag, which wrap ErrInvalidMember)
+// wrap one of these, so callers can test them with errors.Is. ParseRebalance's
+// errors wrap ErrSyntax instead.
 var (
 	// ErrInvalidTopology reports a task list New cannot use.
 	ErrInvalidTopology = errors.New("invalid topology")
