@@ -9,8 +9,9 @@ import (
 	"github.com/learnerassignor/learner"
 )
 
-// WriteTable prints the scenario's shape and one row of metrics per result,
-// then their downtime by cause.
+// WriteTable prints the scenario's shape and three tables with one row per
+// result: its metrics; its cold hand-overs and downtime by cause; its warm
+// hand-overs, their waits and the group protocol's messages.
 func WriteTable(w io.Writer, sc *Scenario, rs []*Result) {
 	stateless := 0
 	for _, t := range sc.Tasks {

@@ -136,7 +136,9 @@ func (m *Metrics) add(o Metrics) {
 	m.MemberTime += o.MemberTime
 }
 
-// WriteSuiteTable prints the suite's totals, one row per strategy.
+// WriteSuiteTable prints the suite's totals in WriteTable's three tables,
+// one row per strategy; totals are in Strategies order, as RunSuite returns
+// them.
 func WriteSuiteTable(w io.Writer, n int, seed uint64, totals []Metrics) {
 	fmt.Fprintf(w, "suite of %d random scenarios, seed %d: totals per strategy\n\n", n, seed)
 	names := make([]string, len(totals))
