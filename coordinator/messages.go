@@ -10,7 +10,7 @@ import (
 )
 
 // Errors returned by the package wrap one of these, so callers can test them
-// with errors.Is.
+// with errors.Is; Member.SetLag's wrap learner.ErrInvalidMember instead.
 var (
 	// ErrInvalidConfig reports a Config or topology New or SetTopology cannot use.
 	ErrInvalidConfig = errors.New("invalid config")
