@@ -2,9 +2,9 @@ package learner
 
 import "sync"
 
-// Assignor assigns the tasks of one topology. Its tasks and Options never
-// change once it is built; it is safe for concurrent use and must not be
-// copied once used.
+// Assignor assigns the tasks of one topology. Build it with New: the zero
+// Assignor is not usable. Its tasks and Options never change once it is
+// built; it is safe for concurrent use and must not be copied once used.
 //
 // Between calls it keeps the working memory of Assign for the next call,
 // until two garbage collections pass without a call: about 20 bytes a task

@@ -78,7 +78,8 @@ func (cfg Config) withDefaults() (Config, error) {
 // target. Like learner.Assign it is pure and deterministic: no I/O, clocks,
 // goroutines or randomness; time comes in as an argument and the same events
 // give the same responses. It is not safe for concurrent use: the embedder
-// serializes calls (one lock, or one goroutine owning it).
+// serializes calls (one lock, or one goroutine owning it). Build it with
+// New: the zero Coordinator has no topology and admits no member.
 type Coordinator struct {
 	cfg      Config
 	assignor *learner.Assignor

@@ -10,7 +10,8 @@ import (
 
 // Member is the member side of the protocol: a learner.Worker, which keeps
 // the member's roles and turns each target into learner.Changes, plus the
-// member epoch. It builds each Heartbeat and applies each Response.
+// member epoch. It builds each Heartbeat and applies each Response. Build it
+// with NewMember: the zero Member has no Worker and panics.
 //
 // Member is pure like Coordinator: no clocks, I/O or goroutines; time comes
 // in as an argument. It is not safe for concurrent use. Timing is the

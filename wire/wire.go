@@ -101,8 +101,9 @@ const (
 )
 
 // Codec encodes and decodes member metadata and assignments for one
-// topology. It is immutable and safe for concurrent use; build it once per
-// Assignor, since hashing the task list is linear in the topology.
+// topology. It is immutable and safe for concurrent use; build it with
+// NewCodec once per Assignor, since hashing the task list is linear in the
+// topology. The zero Codec has no topology and is not meant to be used.
 type Codec struct {
 	a *learner.Assignor
 	// ids holds a's task IDs back to back, task t's at ids[at[t]:at[t+1]]:

@@ -118,7 +118,7 @@ type Observer struct {
 	Error func(error)
 }
 
-// Runtime runs one member of a stateful application.
+// Runtime runs one member of a stateful application. Build it with New.
 type Runtime struct {
 	cfg    Config
 	topo   *kgolearner.Balancer // topology, and the group balancer unless Cooperative
