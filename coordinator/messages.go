@@ -94,6 +94,7 @@ type Heartbeat struct {
 // costs nothing: the next one says the same or newer. A member applies a
 // response only if Epoch is at least its own (Member.Apply does).
 type Response struct {
+	// MemberID is the member the response is for: the heartbeat's.
 	MemberID string
 	// Epoch numbers this target for the member; it grows by one whenever the
 	// target changes and stays the same otherwise.

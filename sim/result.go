@@ -165,10 +165,15 @@ type Metrics struct {
 // Round is one rebalance: what the members reported and what the leader
 // assigned.
 type Round struct {
+	// Start and End are when the rebalance began and when the members had
+	// their assignments (or it was aborted), from the start of the run.
 	Start, End time.Duration
-	Reasons    []string
-	Leader     string
-	Joins      []learner.MemberMetadata
+	// Reasons say what triggered it (a join, a leave, a ready learner...).
+	Reasons []string
+	// Leader is the member that assigned, and Joins what every member
+	// reported at join, in the group's order.
+	Leader string
+	Joins  []learner.MemberMetadata
 	// Assignments are nil when the round was aborted.
 	Assignments []learner.Assignment
 	// Withheld lists tasks revoked from their owner whose new owner gets
@@ -181,8 +186,8 @@ type Round struct {
 // Result is one strategy's run.
 type Result struct {
 	Strategy Strategy
-	Metrics  Metrics
-	Rounds   []Round
+	Metrics  Metrics // the run's totals, as the tables print them
+	Rounds   []Round // every rebalance, in time order
 	Timeline Timeline
 }
 

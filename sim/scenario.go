@@ -276,7 +276,8 @@ const MaxScenarioSize = 64 << 20
 const MaxStandbys = 8
 
 // RangeError reports a setting outside its allowed range. Name is the
-// setting as the scenario format and the command's flags spell it.
+// setting as the scenario format and the command's flags spell it, Got the
+// value given and Want the range allowed, as the error message shows them.
 type RangeError struct {
 	Name, Got, Want string
 	// Line is the scenario line that sets it; zero when it was set
