@@ -136,19 +136,7 @@ func (c *cluster) refuseProduce(err *kerr.Error, fail func(n int) bool) {
 		if n++; !fail(n) {
 			return nil, nil, false
 		}
-		req := kr.(*kmsg.ProduceRequest)
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, err.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
+		return state.RefusedProduce(kr, err.Code), nil, true
 	})
 }
 

@@ -185,11 +185,7 @@ func TestStoreFailsToOpen(t *testing.T) {
 // stay exact.
 func TestBrokerOutage(t *testing.T) {
 	var o outage
-	a := newApp(t, nil, kfake.ListenFn(o.conns.listen))
-	a.start("m1", nil)
-	a.start("m2", nil)
-	a.produce(0, 600)
-	a.waitProcessed(600)
+	a := o.app(t)
 	a.cluster.Control(o.control(a.cluster, nil))
 	o.begin()
 	a.rideOut(&o)
@@ -201,11 +197,7 @@ func TestBrokerOutage(t *testing.T) {
 // broker is back.
 func TestBrokerOutageDuringRebalance(t *testing.T) {
 	var o outage
-	a := newApp(t, nil, kfake.ListenFn(o.conns.listen))
-	a.start("m1", nil)
-	a.start("m2", nil)
-	a.produce(0, 600)
-	a.waitProcessed(600)
+	a := o.app(t)
 	var armed, joined atomic.Bool
 	begun := make(chan struct{})
 	a.cluster.Control(o.control(a.cluster, func(kr kmsg.Request) {
@@ -267,6 +259,17 @@ func (o *outage) control(c *kfake.Cluster, observe func(kmsg.Request)) func(kmsg
 		}
 		return nil, nil, false
 	}
+}
+
+// app starts two members on a cluster whose connections o can cut, and
+// has them process 600 records.
+func (o *outage) app(t *testing.T) *app {
+	a := newApp(t, nil, kfake.ListenFn(o.conns.listen))
+	a.start("m1", nil)
+	a.start("m2", nil)
+	a.produce(0, 600)
+	a.waitProcessed(600)
+	return a
 }
 
 // begin starts the outage. It refuses first, then cuts: a request that

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // oneTopicCluster starts an in-process Kafka with one partition of topic
@@ -34,4 +35,23 @@ func openedTask(t *testing.T) (*Runtime, *task) {
 	tk := r.tasks["0_0"]
 	require.NoError(t, r.open(tk))
 	return r, tk
+}
+
+// RefusedProduce answers a produce request with code for every partition
+// it writes, as a broker refusing the records does. It is exported for the
+// external tests too (this file is compiled into the package's tests).
+func RefusedProduce(kr kmsg.Request, code int16) kmsg.Response {
+	req := kr.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }
