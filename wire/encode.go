@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/errtext"
 )
 
 // AppendMember appends the encoding of m to b. Lists may be in any order;
@@ -17,7 +18,7 @@ import (
 // capacity out of [0, learner.MaxCapacity] or a negative lag).
 func (c *Codec) AppendMember(b []byte, m learner.MemberMetadata) ([]byte, error) {
 	fail := func(err error) ([]byte, error) {
-		return nil, fmt.Errorf("wire: encode member %q: %v: %w", m.ID, err, learner.ErrInvalidMember)
+		return nil, fmt.Errorf("wire: encode member %s: %v: %w", errtext.Quote(m.ID), err, learner.ErrInvalidMember)
 	}
 	if err := checkID("member ID", m.ID); err != nil {
 		return fail(err)
@@ -38,7 +39,7 @@ func (c *Codec) AppendMember(b []byte, m learner.MemberMetadata) ([]byte, error)
 	lagOf := make(map[string]int64, len(m.Lag))
 	for i, l := range m.Lag {
 		if l.Lag < 0 {
-			return fail(fmt.Errorf("lag %d of task %q is negative", l.Lag, l.Task))
+			return fail(fmt.Errorf("lag %d of task %s is negative", l.Lag, errtext.Quote(l.Task)))
 		}
 		lagIDs[i], lagOf[l.Task] = l.Task, l.Lag
 	}
@@ -77,7 +78,7 @@ func (c *Codec) AppendMember(b []byte, m learner.MemberMetadata) ([]byte, error)
 // assigned.
 func (c *Codec) AppendAssignment(b []byte, as learner.Assignment) ([]byte, error) {
 	fail := func(err error) ([]byte, error) {
-		return nil, fmt.Errorf("wire: encode assignment of %q: %v: %w", as.MemberID, err, learner.ErrInvalidMember)
+		return nil, fmt.Errorf("wire: encode assignment of %s: %v: %w", errtext.Quote(as.MemberID), err, learner.ErrInvalidMember)
 	}
 	if err := checkID("member ID", as.MemberID); err != nil {
 		return fail(err)
@@ -99,7 +100,7 @@ func (c *Codec) AppendAssignment(b []byte, as learner.Assignment) ([]byte, error
 // in the topology.
 func (c *Codec) AppendIndexedAssignment(b []byte, as learner.IndexedAssignment) ([]byte, error) {
 	fail := func(err error) ([]byte, error) {
-		return nil, fmt.Errorf("wire: encode assignment of %q: %v: %w", as.MemberID, err, learner.ErrInvalidMember)
+		return nil, fmt.Errorf("wire: encode assignment of %s: %v: %w", errtext.Quote(as.MemberID), err, learner.ErrInvalidMember)
 	}
 	if err := checkID("member ID", as.MemberID); err != nil {
 		return fail(err)
@@ -130,10 +131,10 @@ func (c *Codec) stale(what string, ids []string) ([]string, error) {
 			return nil, err
 		}
 		if t := c.a.TaskIndex(id); t >= 0 {
-			return nil, fmt.Errorf("task %q in %s sent by name, but the topology has it (index %d)", id, what, t)
+			return nil, fmt.Errorf("task %s in %s sent by name, but the topology has it (index %d)", errtext.Quote(id), what, t)
 		}
 		if seen[id] {
-			return nil, fmt.Errorf("task %q listed twice in %s", id, what)
+			return nil, fmt.Errorf("task %s listed twice in %s", errtext.Quote(id), what)
 		}
 		if seen == nil {
 			seen = map[string]bool{}
@@ -175,7 +176,7 @@ func (c *Codec) appendHeader(b []byte, kind byte) []byte {
 
 func checkID(what, id string) error {
 	if !learner.ValidID(id) {
-		return fmt.Errorf("malformed %s %q (want 1-%d letters, digits, '_', '-', '.')", what, id, learner.MaxIDLen)
+		return fmt.Errorf("malformed %s %s (want 1-%d letters, digits, '_', '-', '.')", what, errtext.Quote(id), learner.MaxIDLen)
 	}
 	return nil
 }
@@ -214,14 +215,14 @@ func (c *Codec) intern(what string, ids []string) (taskset, error) {
 	slices.Sort(s.idx)
 	for i := 1; i < len(s.idx); i++ {
 		if s.idx[i] == s.idx[i-1] {
-			return taskset{}, fmt.Errorf("task %q listed twice in %s", c.taskID(s.idx[i]), what)
+			return taskset{}, fmt.Errorf("task %s listed twice in %s", errtext.Quote(c.taskID(s.idx[i])), what)
 		}
 	}
 	if len(s.names) > 1 {
 		seen := make(map[string]bool, len(s.names))
 		for _, name := range s.names {
 			if seen[name] {
-				return taskset{}, fmt.Errorf("task %q listed twice in %s", name, what)
+				return taskset{}, fmt.Errorf("task %s listed twice in %s", errtext.Quote(name), what)
 			}
 			seen[name] = true
 		}

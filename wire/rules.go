@@ -1,6 +1,10 @@
 package wire
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/learnerassignor/learner/internal/errtext"
+)
 
 // kind is one kind of message: its kind byte, its name and task lists' names
 // for errors, and the rules on its lists that both the encoder and the
@@ -38,14 +42,14 @@ var (
 // leave them).
 func (k *kind) check(c *Codec, sets *[nLists]taskset) error {
 	if t, x, y, ok := sharedIndex(sets, k.disjoint); ok {
-		return fmt.Errorf("task %q listed in both %s and %s", c.taskID(t), k.lists[x], k.lists[y])
+		return fmt.Errorf("task %s listed in both %s and %s", errtext.Quote(c.taskID(t)), k.lists[x], k.lists[y])
 	}
 	if name, x, y, ok := sharedName(sets, k.disjoint); ok {
-		return fmt.Errorf("task %q listed in both %s and %s", name, k.lists[x], k.lists[y])
+		return fmt.Errorf("task %s listed in both %s and %s", errtext.Quote(name), k.lists[x], k.lists[y])
 	}
 	sub, of := &sets[k.subset], &sets[k.of]
 	if t, ok := missingIndex(sub.idx, of.idx); ok {
-		return fmt.Errorf("%s task %q is not in %s", k.lists[k.subset], c.taskID(t), k.lists[k.of])
+		return fmt.Errorf("%s task %s is not in %s", k.lists[k.subset], errtext.Quote(c.taskID(t)), k.lists[k.of])
 	}
 	if len(sub.names) > 0 {
 		in := make(map[string]bool, len(of.names))
@@ -54,7 +58,7 @@ func (k *kind) check(c *Codec, sets *[nLists]taskset) error {
 		}
 		for _, name := range sub.names {
 			if !in[name] {
-				return fmt.Errorf("%s task %q is not in %s", k.lists[k.subset], name, k.lists[k.of])
+				return fmt.Errorf("%s task %s is not in %s", k.lists[k.subset], errtext.Quote(name), k.lists[k.of])
 			}
 		}
 	}

@@ -213,6 +213,29 @@ func TestWireEncodeRejectsBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, learner.ErrInvalidMember, "AppendAssignment(duplicate learned) = %q", b)
 }
 
+// TestWireEncodeErrorsCutLongIDs: an encoding error quotes a malformed ID
+// cut to its first bytes, as the core's errors do: a megabyte ID must not
+// make a megabyte log line (twice: in the member and in the ID's problem).
+func TestWireEncodeErrorsCutLongIDs(t *testing.T) {
+	c := wireTopology(t, 10)
+	long := strings.Repeat("x", 1<<20) + " "
+	for _, m := range []learner.MemberMetadata{
+		{ID: long},
+		{ID: "S1", Rack: long},
+		{ID: "S1", Learning: []string{long}},
+		{ID: "S1", Lag: []learner.TaskLag{{Task: long, Lag: 1}}},
+	} {
+		_, err := c.AppendMember(nil, m)
+		require.ErrorIs(t, err, learner.ErrInvalidMember)
+		assert.Less(t, len(err.Error()), 400, "AppendMember(a 1 MB malformed ID) = error %.300s...", err)
+	}
+	for _, as := range []learner.Assignment{{MemberID: long}, {MemberID: "S1", Standby: []string{long}}} {
+		_, err := c.AppendAssignment(nil, as)
+		require.ErrorIs(t, err, learner.ErrInvalidMember)
+		assert.Less(t, len(err.Error()), 400, "AppendAssignment(a 1 MB malformed ID) = error %.300s...", err)
+	}
+}
+
 // refusedMembers are reports Assign rejects for a rule the codec can check
 // on one member alone, each with the words its error must hold.
 var refusedMembers = []struct {
