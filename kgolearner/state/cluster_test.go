@@ -95,6 +95,15 @@ func (c *cluster) deleteRecords(topic string, partition int32, offset int64) int
 	return resp.Topics[0].Partitions[0].LowWatermark
 }
 
+// memberTimings are the test members' group timings. Sessions are short,
+// so that a crash is noticed in 2 s. The rebalance timeout (above
+// kgolearner's 10 s commit timeout, as Bind asks) and the request overhead
+// bound the wait for a JoinGroup kfake never answers to 17 s, instead of
+// kgo's 70: kfake expires a member waiting in a join once its session
+// passes (see outage), which a loaded machine's race runs met.
+var memberTimings = []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(2 * time.Second),
+	kgo.RebalanceTimeout(12 * time.Second), kgo.RequestTimeoutOverhead(5 * time.Second), kgo.FetchMaxWait(100 * time.Millisecond)}
+
 // run starts a member of group "g" with cfg's topology and Process. It
 // returns a channel that gets Run's error, and stop, which cancels Run as
 // a crash would and waits for it; the test's end stops it too.
@@ -102,8 +111,7 @@ func (c *cluster) run(cfg state.Config) (done <-chan error, stop func()) {
 	c.t.Helper()
 	cfg.Group = "g"
 	cfg.ClientOpts = append(cfg.ClientOpts, c.opts...)
-	cfg.ClientOpts = append(cfg.ClientOpts, kgo.HeartbeatInterval(100*time.Millisecond),
-		kgo.SessionTimeout(2*time.Second), kgo.FetchMaxWait(100*time.Millisecond))
+	cfg.ClientOpts = append(cfg.ClientOpts, memberTimings...)
 	if cfg.Observer.Error == nil {
 		cfg.Observer.Error = func(err error) { c.t.Log(err) }
 	}

@@ -3,6 +3,7 @@ package state_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -69,8 +70,7 @@ func (a *app) start(name string, stores state.Stores) {
 		Options:       learner.Options{AcceptableLag: 10},
 		Stores:        stores,
 		Process:       countapp.Count,
-		ClientOpts: append(a.opts, kgo.ClientID(name), kgo.HeartbeatInterval(100*time.Millisecond),
-			kgo.SessionTimeout(2*time.Second), kgo.FetchMaxWait(100*time.Millisecond)),
+		ClientOpts:    slices.Concat(a.opts, []kgo.Opt{kgo.ClientID(name)}, memberTimings),
 		Observer: state.Observer{
 			Processed: func(_ string, rec *kgo.Record) {
 				a.mu.Lock()
