@@ -19,8 +19,11 @@ import (
 //  2. fill the missing ones, each on a member below its quota that has the
 //     task caught up (a promoted task's old owner), else on the lightest
 //     member below its quota (total load per unit of capacity), preferring
-//     racks without a copy of the task;
-//  3. move standbys from members above their quota to members below it;
+//     racks without a copy of the task; when every member below its quota
+//     holds the task, trade with a standby placed in this step rather than
+//     make step 3 move one with a copy (tradeFresh);
+//  3. move standbys from members above their quota to members below it,
+//     those the giver has no copy of first;
 //  4. move a standby that shares a rack with another copy of its task to a
 //     member below its quota in a rack without one;
 //  5. keep, as extra standbys, caught-up copies that steps 1-4 dropped while
@@ -317,11 +320,15 @@ func (p *standbyPlan) fill() {
 		return
 	}
 	heaps := p.underQuota()
-	for _, t := range p.unkept {
+	for i, t := range p.unkept {
 		for p.have[t] < p.want[t] {
 			m := p.pickCaught(t)
 			if m == none {
 				m = p.pick(heaps, t)
+				if m != none && p.sbCount[m] >= p.quota[m] && p.exposesCopy(heaps, m, p.unkept[:i]) &&
+					p.tradeFresh(heaps, t, p.unkept[:i]) {
+					continue
+				}
 			}
 			if m == none {
 				break // every staying member owns, learns or stands by t
@@ -334,6 +341,101 @@ func (p *standbyPlan) fill() {
 			}
 		}
 	}
+}
+
+// When every member below its quota owns, learns or stands by t, pick
+// falls back to a member m at its quota, and repairQuotas then hands one
+// of m's standbys to a member below its quota. If m has no standby that
+// such a member may take but the ones it has a copy of, repairQuotas
+// moves a caught-up copy (rule 13 keeps it as an extra while the new one
+// replays): churn that a trade of standbys fill placed avoids, since
+// quotas end the same. Fill's placements are the only standbys without a
+// copy on their member (reports kept, matchExcess's and pickCaught's all
+// have one), so they are found among the standbys of the tasks filled
+// before t (done), newest first. exposesCopy and tradeFresh run only on
+// that fall-back, where the members below their quota all hold t, so they
+// are at most Standbys+2: each costs a scan of m's reports or of done's
+// standbys, times that.
+
+// exposesCopy reports whether repairQuotas, handing one of m's standbys to
+// a member below its quota, would move a copy m has (a reported standby,
+// or a promoted task's old owner's): m holds such a standby that one of
+// them may take, and no standby without a copy that one may take, which
+// repairQuotas would give first. When m has nothing to give, the trade
+// would only replace one placement with two and is not made.
+func (p *standbyPlan) exposesCopy(heaps []*memberHeap, m int32, done []int32) bool {
+	exposed := false
+scan:
+	for _, row := range [2][]int32{p.warmBy.row(m), p.held.row(m)} {
+		for _, t := range row {
+			if slices.Contains(p.standbysOf(t), m) && p.takerOf(heaps, t, m) != none {
+				exposed = true
+				break scan
+			}
+		}
+	}
+	if !exposed {
+		return false
+	}
+	for _, t := range done {
+		if slices.Contains(p.standbysOf(t), m) && !p.hasCopy(t, m) && p.takerOf(heaps, t, m) != none {
+			return false
+		}
+	}
+	return true
+}
+
+// takerOf returns a member below its quota that may take t's standby from
+// d without losing t a rack, or none.
+func (p *standbyPlan) takerOf(heaps []*memberHeap, t, d int32) int32 {
+	for _, h := range heaps {
+		for _, u := range h.items {
+			if p.canHold(t, u) && p.keepsRacks(t, d, u) {
+				return u
+			}
+		}
+	}
+	return none
+}
+
+// tradeFresh places t's standby by a trade, and reports whether it found
+// one: a standby that fill placed, of a task in done, goes from its member
+// x to a member u below its quota that may take it, and t's goes to x in
+// its place. The newest placements are tried first.
+func (p *standbyPlan) tradeFresh(heaps []*memberHeap, t int32, done []int32) bool {
+	for i := len(done) - 1; i >= 0; i-- {
+		t2 := done[i]
+		for _, x := range p.standbysOf(t2) {
+			if !p.canHold(t, x) || p.hasCopy(t2, x) {
+				continue
+			}
+			u := p.takerOf(heaps, t2, x)
+			if u == none {
+				continue
+			}
+			p.moveStandby(t2, x, u)
+			p.add(t, x)
+			h := heaps[p.rackOf[u]]
+			if p.sbCount[u] >= p.quota[u] {
+				h.remove(u)
+			} else {
+				h.fix(u)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// hasCopy reports whether member m has local state of t: it reported a
+// standby of it or a lag for it, or held it before this round.
+func (p *standbyPlan) hasCopy(t, m int32) bool {
+	for i := p.warm.start[t]; i < p.warm.start[t+1]; i++ {
+		if p.warm.items[i] == m {
+			return true
+		}
+	}
+	return slices.Contains(p.oldHolders[t], m)
 }
 
 // underQuota returns, per rack group, a heap of the staying members below
@@ -422,13 +524,23 @@ func (p *standbyPlan) repairQuotas() bool {
 	if len(givers) == 0 {
 		return false
 	}
-	lists := make(map[int32][]int32, len(givers)) // giver -> its standbys; moved ones become none
+	// giver -> its standbys, those without a copy of their own first (fill
+	// placed them: moving one drops no caught-up copy), each part in
+	// topology order; moved ones become none.
+	lists, copies := make(map[int32][]int32, len(givers)), map[int32][]int32{}
 	for t := range int32(p.numTasks()) {
 		for _, d := range p.standbysOf(t) {
-			if p.sbCount[d] > p.quota[d] {
+			switch {
+			case p.sbCount[d] <= p.quota[d]:
+			case p.hasCopy(t, d):
+				copies[d] = append(copies[d], t)
+			default:
 				lists[d] = append(lists[d], t)
 			}
 		}
+	}
+	for d, ts := range copies {
+		lists[d] = append(lists[d], ts...)
 	}
 	moved := false
 	for u := range int32(len(p.load)) {
