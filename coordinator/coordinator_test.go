@@ -124,14 +124,22 @@ func lateJoinRefused(t *testing.T, c *Coordinator, now time.Time, join Heartbeat
 	assert.Equal(t, []string{"T1", "T2"}, survivor.Active(), "%s runs every task: none went to a ghost (target %v)", survivor.ID(), c.Target())
 }
 
+// twoTaskCoordinator returns a coordinator of two stateful tasks, T1 and
+// T2 (10 s sessions, 3 s heartbeats), of a fresh group or, after a
+// failover, of one it recovers.
+func twoTaskCoordinator(t *testing.T, fresh bool) *Coordinator {
+	t.Helper()
+	c, err := New([]learner.Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}},
+		Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: fresh})
+	require.NoError(t, err)
+	return c
+}
+
 // TestRecoveryAdoptsHighestEpoch: in the recovery window, a delayed older
 // heartbeat that arrives before a member's current one does not get the
 // current one fenced: the member is adopted again at the higher epoch.
 func TestRecoveryAdoptsHighestEpoch(t *testing.T) {
-	tasks := []learner.Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}}
-	cfg := Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true}
-	c, err := New(tasks, cfg)
-	require.NoError(t, err)
+	c := twoTaskCoordinator(t, true)
 	s1, s2 := NewMember("S1"), NewMember("S2")
 	now := t0
 	beatApply(t, c, now, s1)
@@ -144,11 +152,9 @@ func TestRecoveryAdoptsHighestEpoch(t *testing.T) {
 	beatApply(t, c, now, s2)
 	require.Greater(t, s1.Epoch(), stale.Epoch, "S1 moved on from the delayed heartbeat's epoch")
 
-	cfg.FreshGroup = false
-	c2, err := New(tasks, cfg)
-	require.NoError(t, err)
+	c2 := twoTaskCoordinator(t, false) // the first one failed over
 	now = now.Add(time.Second)
-	_, err = c2.Heartbeat(now, stale)
+	_, err := c2.Heartbeat(now, stale)
 	require.NoError(t, err, "the delayed heartbeat, first to reach the new coordinator")
 	r, err := c2.Heartbeat(now, s1.Heartbeat())
 	require.NoError(t, err, "S1's current heartbeat, after a delayed older copy")
@@ -345,10 +351,7 @@ func TestMaxMembers(t *testing.T) {
 // older report. A failover's recovery window holds the promotion back, so
 // the withdrawal comes in before the coordinator acts on the readiness.
 func TestUnreadyWithdrawsReadiness(t *testing.T) {
-	tasks := []learner.Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}}
-	cfg := Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true}
-	c, err := New(tasks, cfg)
-	require.NoError(t, err)
+	c := twoTaskCoordinator(t, true)
 	s1, s2 := NewMember("S1"), NewMember("S2")
 	now := t0
 	beatApply(t, c, now, s1)
@@ -358,9 +361,7 @@ func TestUnreadyWithdrawsReadiness(t *testing.T) {
 	require.Len(t, learning, 1, "S2 learns one of S1's tasks")
 	task := learning[0]
 
-	cfg.FreshGroup = false
-	c2, err := New(tasks, cfg)
-	require.NoError(t, err)
+	c2 := twoTaskCoordinator(t, false) // the first one failed over
 	beatApply(t, c2, now, s1)
 	require.True(t, s2.Restored(task))
 	beatApply(t, c2, now, s2) // ready, but the window grants nothing
