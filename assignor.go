@@ -3,7 +3,8 @@ package learner
 import "sync"
 
 // Assignor assigns the tasks of one topology. Build it with New: the zero
-// Assignor is not usable. Its tasks and Options never change once it is
+// Assignor has no tasks, and its Assign and AssignIndexed return an error
+// wrapping ErrInvalidTopology. Its tasks and Options never change once it is
 // built; it is safe for concurrent use and must not be copied once used.
 //
 // Between calls it keeps the working memory of Assign for the next call,

@@ -106,6 +106,20 @@ func TestAssignEmptyTopology(t *testing.T) {
 	assert.Equal(t, "S1(assigned: [], revoked: [gone], learning: [])\nS2(assigned: [], revoked: [], learning: [])\n", FormatAssignments(out))
 }
 
+// TestZeroAssignor: an Assignor not built by New has no topology, so its
+// Assign must refuse rather than panic or drop the members' tasks.
+func TestZeroAssignor(t *testing.T) {
+	var a Assignor
+	members := []MemberMetadata{{ID: "S1", Assigned: []string{"0_0"}}}
+	out, err := a.Assign(members)
+	assert.ErrorIs(t, err, ErrInvalidTopology, "zero Assignor: Assign(...) = %v, want an error wrapping ErrInvalidTopology", out)
+	assert.ErrorContains(t, err, "learner: ")
+	outIx, err := a.AssignIndexed([]IndexedMember{{ID: "S1", Assigned: []int32{0}}})
+	assert.ErrorIs(t, err, ErrInvalidTopology, "zero Assignor: AssignIndexed(...) = %v, want an error wrapping ErrInvalidTopology", outIx)
+	assert.Empty(t, a.Tasks(), "zero Assignor: Tasks()")
+	assert.Equal(t, -1, a.TaskIndex("0_0"), "zero Assignor: TaskIndex(0_0)")
+}
+
 // TestLearnerReadyIsAssignsRule: Options.LearnerReady, which bindings use
 // to act on readiness outside Assign, must say "ready" exactly when Assign
 // promotes the learner.

@@ -83,6 +83,9 @@ func (a *Assignor) AssignIndexed(members []IndexedMember) ([]IndexedAssignment, 
 // assign runs the rules on one call's reports, in working memory s that
 // the caller gives back (putScratch) once it has built its output from g.
 func (a *Assignor) assign(in reports) (*group, *scratch, error) {
+	if a.idAt == nil { // the zero Assignor: New always sets idAt
+		return nil, nil, fmt.Errorf("learner: the Assignor was not built by New: %w", ErrInvalidTopology)
+	}
 	s := getScratch(&a.scratch)
 	g, err := ingest(&a.topology, a.opts, in, s)
 	if err != nil {
