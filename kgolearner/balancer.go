@@ -194,13 +194,15 @@ type Round struct {
 	// partitions they own.
 	Undecoded int
 	// Err, when not nil, says why the leader could not compute this round
-	// and wraps ErrTopicsMismatch: a topic of the topology is missing from
-	// the cluster's metadata or has another number of partitions (added to
-	// an input topic, say; Kafka Streams stops on it too). Every member then
-	// keeps what it reported but its ready learners, which stop (Planned is
-	// that, and follows none of Assign's rules: tasks nobody owns stay
-	// unassigned), nothing moves, and the client's logger gets the error at
-	// each rebalance until the topics or the topology are fixed.
+	// for every task and wraps ErrTopicsMismatch: a topic of the topology
+	// is missing from the cluster's metadata or has another number of
+	// partitions (added to an input topic, say; Kafka Streams stops on it
+	// too). The tasks of the subtopologies whose topics differ then stay
+	// with the members that report them, but ready learners of theirs
+	// stop, and those nobody reports stay unassigned (in Planned too,
+	// which for them follows none of Assign's rules); the other tasks
+	// follow Assign's rules. The client's logger gets the error at each
+	// rebalance until the topics or the topology are fixed.
 	Err error
 	// FollowUp reports that kgo will follow this round with another
 	// rebalance, since a member loses a partition it owned or released at
@@ -516,7 +518,7 @@ func (b *Balancer) rejoin() {
 // (kgo.WithLogger): the leader's plan runs inside kgo's join, which leaves it
 // no other way to the application but the Rebalanced hook.
 func (b *Balancer) logError(err error) {
-	b.log(kgo.LogLevelError, "learner leader: every member keeps its tasks", "err", err)
+	b.log(kgo.LogLevelError, "learner leader: the tasks of the subtopologies whose topics differ stay where they are", "err", err)
 }
 
 // log logs msg and its key-value pairs at level on the bound client's

@@ -37,7 +37,8 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	}
 	c, s := j.claims, j.scratch
 	var round Round
-	round.Err = b.topo.checkTopics(topics)
+	differs, topicsErr := b.topo.checkTopics(topics)
+	round.Err = topicsErr
 	members := make([]learner.IndexedMember, len(c.gen))
 	position := make(map[string]int32, len(c.gen)) // learner ID -> member
 	marks := taskMarks{n: len(b.topo.tasks)}
@@ -94,22 +95,23 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 		members[m] = mm
 	}
 
-	var out []learner.IndexedAssignment
 	if round.Err != nil {
 		// Failing the rebalance would not stop the group: kgo takes the
 		// leader's tasks from it (OnPartitionsLost) and rejoins, while the
 		// others loop in their join without committing, until an operator
-		// fixes the topics. Every member keeps what it has instead, and
-		// the error is logged on every rebalance until then.
+		// fixes the topics. The tasks of the subtopologies that differ stay
+		// where they are instead (keepMismatched), the others follow
+		// Assign's rules, and the error is logged on every rebalance until
+		// then.
 		b.logError(round.Err)
-		out = keepClaims(members, len(b.topo.tasks))
-	} else {
-		var err error
-		if out, err = b.assignor.AssignIndexed(members); err != nil {
-			return nil, fmt.Errorf("kgolearner: %w", err)
-		}
 	}
-	var err error
+	out, err := b.assignor.AssignIndexed(members)
+	if err != nil {
+		return nil, fmt.Errorf("kgolearner: %w", err)
+	}
+	if differs != nil {
+		out = b.keepMismatched(out, members, position, differs)
+	}
 	if b.hooks.Rebalanced != nil {
 		// Only the Round needs the reports and the plan by ID, and before
 		// hand-over edits the plan's lists.
@@ -165,9 +167,9 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	return plan, nil
 }
 
-// keepClaims is the plan of a rebalance the leader cannot compute (the
-// cluster's topics do not match the topology): every member keeps what it
-// reports, its active tasks (those it released at this join too), learners
+// keepClaims is the plan for tasks the leader cannot assign (the cluster's
+// topics do not match their subtopology; keepMismatched uses its plan for
+// those tasks only): every member keeps what it reports, its active tasks (those it released at this join too), learners
 // and standbys, and a task two members report active stays with the first.
 // Nothing moves, and the hand-over still keeps from a member what another
 // member owns. A learner reported ready stops: never promoted here, it would
@@ -194,6 +196,44 @@ func keepClaims(members []learner.IndexedMember, tasks int) []learner.IndexedAss
 		}
 		as.Standby = slices.Sorted(slices.Values(mm.Standby))
 		out[m] = as
+	}
+	return out
+}
+
+// keepMismatched gives the tasks of the subtopologies whose topics differ
+// from the cluster's (differs, by subtopology) keepClaims' plan in out,
+// Assign's plan: they stay with the members that claim them, and a task of
+// theirs nobody claims stays unassigned, while every other task follows
+// Assign's rules, so that a crashed member's tasks of the matching
+// subtopologies move on. Each task takes all its roles from one of the two
+// plans, so none is given twice. out[i] is the plan of members[position of
+// its ID]. Assign balanced the members counting the kept tasks where it
+// would have put them, so loads may be a few tasks off balance until the
+// topics match. The lists are new: Assign's may be the members' own.
+func (b *Balancer) keepMismatched(out []learner.IndexedAssignment, members []learner.IndexedMember, position map[string]int32, differs []bool) []learner.IndexedAssignment {
+	kept := keepClaims(members, len(b.topo.tasks))
+	merge := func(planned, keep []int32) []int32 {
+		var l []int32
+		for _, t := range planned {
+			if !differs[b.topo.taskSub[t]] {
+				l = append(l, t)
+			}
+		}
+		for _, t := range keep {
+			if differs[b.topo.taskSub[t]] {
+				l = append(l, t)
+			}
+		}
+		slices.Sort(l)
+		return l
+	}
+	for i := range out {
+		as, k := &out[i], &kept[position[out[i].MemberID]]
+		as.Assigned = merge(as.Assigned, k.Assigned)
+		as.Revoked = merge(as.Revoked, nil)
+		as.Learning = merge(as.Learning, k.Learning)
+		as.Learned = merge(as.Learned, nil)
+		as.Standby = merge(as.Standby, k.Standby)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,8 @@ type plainMember struct {
 	mu      sync.Mutex
 	running map[string]bool
 	strays  []string // records polled of a task not running
+
+	stop func() // closes the client, once; the test's cleanup calls it too
 }
 
 func startPlainMember(t *testing.T, c *kfake.Cluster, name string, topology []kgolearner.Subtopology, rebalanced func(kgolearner.Round)) *plainMember {
@@ -76,21 +79,26 @@ func startPlainMember(t *testing.T, c *kfake.Cluster, name string, topology []kg
 			cl.AllowRebalance()
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done; cl.Close() })
+	m.stop = sync.OnceFunc(func() { cancel(); <-done; cl.Close() })
+	t.Cleanup(m.stop)
 	return m
 }
 
-func (m *plainMember) runs() int {
+// tasks returns the tasks m runs, sorted.
+func (m *plainMember) tasks() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := 0
-	for _, r := range m.running {
+	var out []string
+	for task, r := range m.running {
 		if r {
-			n++
+			out = append(out, task)
 		}
 	}
-	return n
+	slices.Sort(out)
+	return out
 }
+
+func (m *plainMember) runs() int { return len(m.tasks()) }
 
 // TestPartialTaskPaused: in a rolling upgrade that co-partitions two topics
 // (the old topology has a subtopology per topic, the new one subtopology of
@@ -129,27 +137,66 @@ func TestPartialTaskPaused(t *testing.T) {
 // tasks where they are and says why (Round.Err); failing the rebalance made
 // kgo take the leader's tasks from it and hold the group in a join loop.
 func TestTopicsMismatchKeepsTasks(t *testing.T) {
-	topology := []kgolearner.Subtopology{{Topics: []string{"orders"}, Partitions: 3}}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(3, "orders"))
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	var mismatch atomic.Int32
-	rebalanced := func(r kgolearner.Round) {
-		if errors.Is(r.Err, kgolearner.ErrTopicsMismatch) {
-			mismatch.Add(1)
-		}
-	}
-	leader := startPlainMember(t, c, "m1", topology, rebalanced) // the first member leads
-	require.Eventually(t, func() bool { return leader.runs() == 3 }, waitTimeout, 10*time.Millisecond, "the first member runs every task")
-	other := startPlainMember(t, c, "m2", topology, rebalanced)
-	require.Eventually(t, func() bool { return other.runs() > 0 && leader.runs()+other.runs() == 3 }, waitTimeout, 10*time.Millisecond, "the second member takes tasks")
+	leader, other, mismatch := mismatchPair(t, []kgolearner.Subtopology{{Topics: []string{"orders"}, Partitions: 3}})
 	before := [2]int{leader.runs(), other.runs()}
-
-	addPartitions(t, leader.cl, "orders", 4)
-	leader.cl.ForceMetadataRefresh() // the leader rebalances when it sees the new partition
-	require.Eventually(t, func() bool { return mismatch.Load() > 0 }, waitTimeout, 10*time.Millisecond, "a round reporting the topics' mismatch")
+	mismatch("orders", 4)
 	time.Sleep(time.Second) // what a failed rebalance took from the leader, it would have lost by now
 	assert.Equal(t, before, [2]int{leader.runs(), other.runs()}, "tasks each member runs, before and after the partition was added")
+}
+
+// TestTopicsMismatchMovesOtherSubtopologies: while one subtopology's
+// topics differ from the cluster's, only its tasks stay where they are. A
+// member leaving meanwhile hands its tasks of the other subtopology over,
+// instead of leaving them unprocessed until an operator fixes the topics;
+// its tasks of the subtopology that differs stay unassigned.
+func TestTopicsMismatchMovesOtherSubtopologies(t *testing.T) {
+	leader, other, mismatch := mismatchPair(t, []kgolearner.Subtopology{{Topics: []string{"orders"}, Partitions: 2}, {Topics: []string{"clicks"}, Partitions: 2}})
+	mismatch("clicks", 3)
+	var want []string
+	for _, task := range leader.tasks() {
+		if strings.HasPrefix(task, "1_") {
+			want = append(want, task)
+		}
+	}
+	want = append(want, "0_0", "0_1")
+	slices.Sort(want)
+	other.stop() // leaves the group
+	require.Eventually(t, func() bool { return slices.Equal(leader.tasks(), want) }, waitTimeout, 10*time.Millisecond,
+		"after m2 left, m1 runs %v, want every orders task and its own clicks tasks %v", leader.tasks(), want)
+	time.Sleep(time.Second) // a clicks task wrongly moved would have started by now
+	assert.Equal(t, want, leader.tasks(), "tasks m1 runs, a second after m2 left")
+}
+
+// mismatchPair starts a group of two plain members of topology (one topic
+// per subtopology) that share its tasks, the first leading. mismatch raises
+// a topic's partition count, as an operator would, and waits for the
+// leader to report the topics' mismatch.
+func mismatchPair(t *testing.T, topology []kgolearner.Subtopology) (leader, other *plainMember, mismatch func(topic string, count int32)) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	tasks := 0
+	for _, s := range topology {
+		require.NoError(t, c.CreateTopic(s.Topics[0], s.Partitions, nil), "create topic %s", s.Topics[0])
+		tasks += int(s.Partitions)
+	}
+	var mismatches atomic.Int32
+	rebalanced := func(r kgolearner.Round) {
+		if errors.Is(r.Err, kgolearner.ErrTopicsMismatch) {
+			mismatches.Add(1)
+		}
+	}
+	leader = startPlainMember(t, c, "m1", topology, rebalanced)
+	require.Eventually(t, func() bool { return leader.runs() == tasks }, waitTimeout, 10*time.Millisecond, "the first member runs every task")
+	other = startPlainMember(t, c, "m2", topology, rebalanced)
+	require.Eventually(t, func() bool { return other.runs() > 0 && leader.runs()+other.runs() == tasks }, waitTimeout, 10*time.Millisecond, "the second member takes tasks")
+	return leader, other, func(topic string, count int32) {
+		t.Helper()
+		addPartitions(t, leader.cl, topic, count)
+		leader.cl.ForceMetadataRefresh() // the leader rebalances when it sees the new partition
+		require.Eventually(t, func() bool { return mismatches.Load() > 0 }, waitTimeout, 10*time.Millisecond, "a round reporting the topics' mismatch")
+	}
 }
 
 // TestTopicsMismatchNoRejoinLoop: while the cluster's topics do not match

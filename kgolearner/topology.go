@@ -26,9 +26,10 @@ type Subtopology struct {
 	// subtopology only.
 	Topics []string
 	// Partitions is the number of partitions of each topic. The leader
-	// checks it against the cluster's metadata: on a difference every
-	// member keeps its tasks, nothing moves and Round.Err says why, rather
-	// than assign a topology the topics no longer have.
+	// checks it against the cluster's metadata: on a difference the
+	// subtopology's tasks stay with the members that have them, nothing of
+	// it moves and Round.Err says why, rather than assign tasks the topics
+	// no longer match.
 	Partitions int32
 	// Stateful subtopologies keep local state backed by a changelog: their
 	// tasks move through learners. Stateless tasks move at once.
@@ -118,22 +119,30 @@ func newTopology(subs []Subtopology) (*topology, error) {
 }
 
 // checkTopics compares the topology with the cluster's partition counts by
-// topic (the leader's view of the metadata), naming the first topic, in
-// topology order, that is missing or has another count; nil when they match.
-func (t *topology) checkTopics(counts map[string]int32) error {
+// topic (the leader's view of the metadata). It returns, per subtopology,
+// whether one of its topics is missing or has another count (nil when
+// every topic matches), and an error naming the first such topic, in
+// topology order.
+func (t *topology) checkTopics(counts map[string]int32) (differs []bool, err error) {
 	for i, s := range t.subs {
 		for _, topic := range s.Topics {
-			n, ok := counts[topic]
-			if !ok {
-				return fmt.Errorf("kgolearner: topic %q of subtopology %d is not in the cluster's metadata: %w", topic, i, ErrTopicsMismatch)
-			}
-			if n != s.Partitions {
-				return fmt.Errorf("kgolearner: topic %q of subtopology %d has %d partitions in the cluster, the topology declares %d: %w",
+			var e error
+			if n, ok := counts[topic]; !ok {
+				e = fmt.Errorf("kgolearner: topic %q of subtopology %d is not in the cluster's metadata: %w", topic, i, ErrTopicsMismatch)
+			} else if n != s.Partitions {
+				e = fmt.Errorf("kgolearner: topic %q of subtopology %d has %d partitions in the cluster, the topology declares %d: %w",
 					topic, i, n, s.Partitions, ErrTopicsMismatch)
+			}
+			if e != nil {
+				if differs == nil {
+					differs, err = make([]bool, len(t.subs)), e
+				}
+				differs[i] = true
+				break
 			}
 		}
 	}
-	return nil
+	return differs, err
 }
 
 // ErrTopicsMismatch is wrapped by Round.Err when the cluster's topics do not
