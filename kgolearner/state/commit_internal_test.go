@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,9 +13,10 @@ import (
 )
 
 // A commit of queued offsets that waits behind another commit while its
-// task is revoked (kgolearner commits the task's offsets in its revoke,
-// the later offset 5 here) leaves the task's partition out: landing
-// after the revoke's commit, it would move the group back to offset 3.
+// task is revoked (the revoke commits the task's offsets, kgolearner's or
+// the Cooperative one, the later offset 5 here) leaves the task's
+// partition out: landing after the revoke's commit, it would move the
+// group back to offset 3.
 func TestStaleCommitAfterRevoke(t *testing.T) {
 	c, seed, prod := oneTopicCluster(t, "in")
 	for range 6 {
@@ -79,4 +81,53 @@ func TestStaleCommitAfterRevoke(t *testing.T) {
 	resp, err := committed.RequestWith(context.Background(), prod)
 	require.NoError(t, err)
 	require.Equal(t, int64(5), resp.Topics[0].Partitions[0].Offset, "the group's committed offset")
+}
+
+// A Cooperative revoke commits the offsets polled from the revoked
+// partitions, unless the member rejoined under another member ID since
+// its last assignment: what it ran under the old one may run elsewhere
+// by now, with offsets committed further.
+func TestCooperativeRevokeCommit(t *testing.T) {
+	for _, rejoined := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rejoined=%v", rejoined), func(t *testing.T) {
+			_, seed, prod := oneTopicCluster(t, "in")
+			for range 6 {
+				require.NoError(t, prod.ProduceSync(context.Background(), &kgo.Record{Topic: "in", Partition: 0}).FirstErr())
+			}
+			r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil }, Cooperative: true,
+				Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1}}})
+			require.NoError(t, err)
+			r.cl, err = kgo.NewClient(seed, kgo.ConsumerGroup("g"), kgo.ConsumeTopics("in"), kgo.DisableAutoCommit(),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			require.NoError(t, err)
+			defer r.cl.Close()
+			for n := 0; n < 6; { // joined, assigned, polled
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				fs := r.cl.PollFetches(ctx)
+				cancel()
+				require.NoError(t, fs.Err())
+				n += fs.NumRecords()
+			}
+			r.tasks["0_0"].role = roleActive
+			r.assignedAs, _ = r.cl.GroupMetadata()
+			if rejoined {
+				r.assignedAs = "an earlier member ID"
+			}
+			r.revokeActive(context.Background(), r.cl, map[string][]int32{"in": {0}})
+			require.Equal(t, roleNone, r.tasks["0_0"].role, "the revoked task's role")
+
+			committed := kmsg.NewPtrOffsetFetchRequest()
+			committed.Group = "g"
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic, rt.Partitions = "in", []int32{0}
+			committed.Topics = append(committed.Topics, rt)
+			resp, err := committed.RequestWith(context.Background(), prod)
+			require.NoError(t, err)
+			want := int64(6)
+			if rejoined {
+				want = -1 // nothing committed
+			}
+			require.Equal(t, want, resp.Topics[0].Partitions[0].Offset, "the group's committed offset")
+		})
+	}
 }

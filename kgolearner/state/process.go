@@ -324,8 +324,9 @@ func (r *Runtime) writePending(ctx context.Context, t *task) (bool, error) {
 // batch; the others (a task catching up with its changelog, or one this
 // member stopped) are dropped, and their partitions rewound to the first
 // dropped record. kgo thus never counts a record as polled that was not
-// processed: whatever offsets it commits for this member (kgolearner
-// commits a stopping task's polled offsets) are processed ones.
+// processed: whatever offsets it commits for this member (a revoke commits
+// a stopping task's polled offsets: kgolearner's, or revokeActive with
+// Cooperative) are processed ones.
 func (r *Runtime) collect(fs kgo.Fetches) []*taskBatch {
 	r.mu.Lock()
 	byTask := map[string]*taskBatch{}
@@ -700,10 +701,11 @@ func (r *Runtime) commitLoop(ctx context.Context) {
 // commitQueued commits the queued offsets of tasks still active here.
 //
 // A task may stop (a revoke) between the queue's snapshot and the commit:
-// kgolearner then commits the task's offsets in its revoke callback, and
-// this commit, waiting behind that one (kgo runs commits one at a time),
-// would land after it and move the group back to the older offsets, which
-// the task's next owner would process again (stateless output twice).
+// the revoke callback (kgolearner's, or revokeActive with Cooperative)
+// then commits the task's offsets, and this commit, waiting behind that
+// one (kgo runs commits one at a time), would land after it and move the
+// group back to the older offsets, which the task's next owner would
+// process again (stateless output twice).
 // So the commit's last step before its request (PreCommitFnContext, run
 // once every earlier commit is answered) drops the partitions of tasks
 // stopped since the snapshot. A task that stops after that step commits

@@ -79,8 +79,9 @@ type Config struct {
 	// Cooperative runs the same application on kgo's
 	// CooperativeStickyBalancer instead of the learner protocol, for
 	// comparison: no learners or standbys, so a moved task restores its
-	// state cold. Subtopologies must then have one topic each, since that
-	// balancer does not co-partition.
+	// state cold. A revoke commits what the revoked tasks processed, as
+	// in learner mode. Subtopologies must then have one topic each, since
+	// that balancer does not co-partition.
 	Cooperative bool
 	// LagInterval is how often the runtime lists changelog end offsets to
 	// update lags and readiness; zero means 100ms.
@@ -136,6 +137,7 @@ type Runtime struct {
 	slowAt      time.Time          // when an active batch was last slow or full
 	urgent      bool               // an active task catches up with its changelog
 	batches     uint64             // polls the poll loop has handled, for awaitTurn
+	assignedAs  string             // Cooperative: the member ID of the last assignment (revokeActive)
 
 	kickLag         chan struct{}
 	kickCommit      chan struct{}
@@ -239,8 +241,8 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 		opts = append(opts,
 			kgo.ConsumeTopics(topicsOf(r.cfg.Subtopologies)...),
 			kgo.Balancers(countingBalancer{kgo.CooperativeStickyBalancer(), r.cfg.Observer.Rebalanced}),
-			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { r.eachTask(ps, r.startActive) }),
-			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { r.eachTask(ps, r.dropActive) }),
+			kgo.OnPartitionsAssigned(r.assignActive),
+			kgo.OnPartitionsRevoked(r.revokeActive),
 			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { r.eachTask(ps, r.dropActive) }),
 		)
 	} else {
@@ -258,9 +260,10 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 // for an orderly hand-over. Run then returns once its group client has
 // left the group, which is not at once: the client stops the member's
 // tasks, commits the offsets of what they processed (kgolearner's commit
-// timeout, 10 s, bounds that commit's own request) and sends a
-// LeaveGroup; and a JoinGroup or SyncGroup in flight, which kgo sends with
-// the client's own context, is waited for first. The coordinator answers a
+// timeout, or with Cooperative the runtime's, 10 s either way, bounds that
+// commit's own request) and sends a LeaveGroup; and a JoinGroup or
+// SyncGroup in flight, which kgo sends with the client's own context, is
+// waited for first. The coordinator answers a
 // JoinGroup when the rebalance's joins are in, at the latest the rebalance
 // timeout (kgo.RebalanceTimeout in ClientOpts, 60 s by default) after the
 // rebalance began; kgo gives up on it after the rebalance timeout plus
@@ -500,12 +503,15 @@ func (r *Runtime) startActive(id string) {
 }
 
 // stopActive is the StopActive hook (and, through dropActive, LoseActive
-// and the Cooperative revoke callbacks). It waits for the task's batch in
-// flight to be acknowledged and applied, so that its store and changelog
-// hold everything it processed, and returns nil: kgolearner then commits
-// the offsets kgo counts as polled, which are processed ones (collect gives
-// the others back). It never commits itself, so it cannot block on kgo's
-// commit lock whatever goroutine calls it.
+// and the Cooperative revoke and loss callbacks). It waits for the task's
+// batch in flight to be acknowledged and applied, so that its store and
+// changelog hold everything it processed, and returns nil. After it the
+// offsets kgo counts as polled for the task's partitions are processed
+// ones (collect and step give the others back): on a revoke, kgolearner
+// (learner mode) or revokeActive (Cooperative) then commits them; after a
+// loss, or a revoke once the member rejoined under a new member ID, nobody
+// does: the membership that ran the task is gone. It never commits itself,
+// so it cannot block on kgo's commit lock whatever goroutine calls it.
 func (r *Runtime) stopActive(id string) error {
 	t := r.tasks[id]
 	if t == nil {
@@ -522,9 +528,10 @@ func (r *Runtime) stopActive(id string) error {
 	}
 	t.running, t.caughtUp = false, false
 	r.cl.PauseFetchPartitions(t.inputs)
-	// What kgolearner commits now covers the offsets queued for the task;
-	// left queued, they could be committed after the task came back here
-	// and another owner had committed further, moving the group back.
+	// The offsets queued for the task are processed ones, which the
+	// revoke's commit covers (and a loss must not commit); left queued,
+	// they could be committed after the task came back here and another
+	// owner had committed further, moving the group back.
 	for topic := range t.inputs {
 		delete(r.toCommit[topic], t.partition)
 	}
@@ -533,6 +540,89 @@ func (r *Runtime) stopActive(id string) error {
 
 // dropActive is stopActive for callbacks that take no error.
 func (r *Runtime) dropActive(id string) { _ = r.stopActive(id) }
+
+// assignActive is the Cooperative OnPartitionsAssigned callback, which kgo
+// runs at the start of every session: it starts the added partitions'
+// tasks, and notes the member ID the session runs under.
+func (r *Runtime) assignActive(_ context.Context, cl *kgo.Client, added map[string][]int32) {
+	id, _ := cl.GroupMetadata()
+	r.mu.Lock()
+	r.assignedAs = id
+	r.mu.Unlock()
+	r.eachTask(added, r.startActive)
+}
+
+// revokeActive is the Cooperative OnPartitionsRevoked callback. kgo runs it
+// with the partitions a rebalance took away once the member has synced the
+// new generation, before it rejoins to give them up, and with every
+// partition when the client closes, before its LeaveGroup (with none at a
+// session's end, when it does nothing). It stops the partitions' tasks and
+// then commits what they processed, as kgolearner does for a revoke in
+// learner mode: left uncommitted, those records would be processed again
+// by the partitions' next owners. The commit must be made here: kgo forgets
+// the revoked partitions' polled offsets once the callback returns.
+//
+// A member that rejoined under a new member ID (the coordinator dropped it
+// during the rebalance, and kgo joined again without one) gets the revoke
+// of what it ran under the old ID, which the group may since have given to
+// another member that committed further: it commits nothing, as after a
+// loss (kgolearner's PartitionsRevoked does the same).
+func (r *Runtime) revokeActive(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	r.eachTask(revoked, r.dropActive)
+	id, _ := cl.GroupMetadata()
+	r.mu.Lock()
+	rejoined := r.assignedAs != "" && id != r.assignedAs
+	r.mu.Unlock()
+	if !rejoined {
+		r.commitPolled(ctx, cl, revoked)
+	}
+}
+
+// commitPolled synchronously commits, within commitTimeout, the offsets
+// kgo counts as polled for partitions, whose tasks stopped (stopActive):
+// processed ones. A failed commit is reported (Observer.Error); the next
+// owner then processes those records again, or skips what its state holds.
+//
+// It runs in a revoke callback, where a commit cannot deadlock: kgo runs
+// the callback outside the JoinGroup and SyncGroup (whose lock commits
+// wait for), once the poll loop allowed the rebalance (BlockRebalanceOnPoll;
+// the commit needs no poll), and a commit of commitQueued's in flight only
+// delays this one: kgo sends commits one at a time, in order, and that
+// commit's callback and PreCommitFnContext take none of the runtime's
+// locks. The commit carries the member ID and generation kgo holds then,
+// those of the session the revoke runs in: the generation whose SyncGroup
+// took the partitions away (or, closing, the one the member leaves). Kafka
+// accepts a commit of the current generation until the next rebalance's
+// joins are in, which waits for this member's JoinGroup, sent after the
+// callback; a member the coordinator dropped meanwhile (the rebalance
+// timeout ran out) has its commit refused, and the error reported.
+func (r *Runtime) commitPolled(ctx context.Context, cl *kgo.Client, partitions map[string][]int32) {
+	polled := cl.UncommittedOffsets()
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	for topic, ps := range partitions {
+		for _, p := range ps {
+			if eo, ok := polled[topic][p]; ok {
+				if offsets[topic] == nil {
+					offsets[topic] = map[int32]kgo.EpochOffset{}
+				}
+				offsets[topic][p] = eo
+			}
+		}
+	}
+	if len(offsets) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	cl.CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err == nil {
+			err = commitError(resp)
+		}
+		if err != nil && ctx.Err() == nil {
+			r.observeError(fmt.Errorf("state: commit of revoked partitions: %w", err))
+		}
+	})
+}
 
 // setRole is the hook of a learner or standby starting (role) or stopping
 // (roleNone).
