@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,25 +17,7 @@ import (
 // partition out: landing after the revoke's commit, it would move the
 // group back to offset 3.
 func TestStaleCommitAfterRevoke(t *testing.T) {
-	c, seed, prod := oneTopicCluster(t, "in")
-	for range 6 {
-		require.NoError(t, prod.ProduceSync(context.Background(), &kgo.Record{Topic: "in", Partition: 0}).FirstErr())
-	}
-
-	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
-		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1}}})
-	require.NoError(t, err)
-	r.cl, err = kgo.NewClient(seed, kgo.ConsumerGroup("g"), kgo.ConsumeTopics("in"), kgo.DisableAutoCommit(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	require.NoError(t, err)
-	defer r.cl.Close()
-	for n := 0; n < 6; { // joined, assigned, polled
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		fs := r.cl.PollFetches(ctx)
-		cancel()
-		require.NoError(t, fs.Err())
-		n += fs.NumRecords()
-	}
+	r, c, prod := polledRuntime(t, false)
 	tk := r.tasks["0_0"]
 	tk.role = roleActive
 
@@ -73,14 +54,7 @@ func TestStaleCommitAfterRevoke(t *testing.T) {
 	<-revoked
 	<-queued
 
-	committed := kmsg.NewPtrOffsetFetchRequest()
-	committed.Group = "g"
-	rt := kmsg.NewOffsetFetchRequestTopic()
-	rt.Topic, rt.Partitions = "in", []int32{0}
-	committed.Topics = append(committed.Topics, rt)
-	resp, err := committed.RequestWith(context.Background(), prod)
-	require.NoError(t, err)
-	require.Equal(t, int64(5), resp.Topics[0].Partitions[0].Offset, "the group's committed offset")
+	require.Equal(t, int64(5), CommittedOffset(t, prod, "g", "in", 0), "the group's committed offset")
 }
 
 // A Cooperative revoke commits the offsets polled from the revoked
@@ -90,24 +64,7 @@ func TestStaleCommitAfterRevoke(t *testing.T) {
 func TestCooperativeRevokeCommit(t *testing.T) {
 	for _, rejoined := range []bool{false, true} {
 		t.Run(fmt.Sprintf("rejoined=%v", rejoined), func(t *testing.T) {
-			_, seed, prod := oneTopicCluster(t, "in")
-			for range 6 {
-				require.NoError(t, prod.ProduceSync(context.Background(), &kgo.Record{Topic: "in", Partition: 0}).FirstErr())
-			}
-			r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil }, Cooperative: true,
-				Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1}}})
-			require.NoError(t, err)
-			r.cl, err = kgo.NewClient(seed, kgo.ConsumerGroup("g"), kgo.ConsumeTopics("in"), kgo.DisableAutoCommit(),
-				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-			require.NoError(t, err)
-			defer r.cl.Close()
-			for n := 0; n < 6; { // joined, assigned, polled
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				fs := r.cl.PollFetches(ctx)
-				cancel()
-				require.NoError(t, fs.Err())
-				n += fs.NumRecords()
-			}
+			r, _, prod := polledRuntime(t, true)
 			r.tasks["0_0"].role = roleActive
 			r.assignedAs, _ = r.cl.GroupMetadata()
 			if rejoined {
@@ -116,18 +73,11 @@ func TestCooperativeRevokeCommit(t *testing.T) {
 			r.revokeActive(context.Background(), r.cl, map[string][]int32{"in": {0}})
 			require.Equal(t, roleNone, r.tasks["0_0"].role, "the revoked task's role")
 
-			committed := kmsg.NewPtrOffsetFetchRequest()
-			committed.Group = "g"
-			rt := kmsg.NewOffsetFetchRequestTopic()
-			rt.Topic, rt.Partitions = "in", []int32{0}
-			committed.Topics = append(committed.Topics, rt)
-			resp, err := committed.RequestWith(context.Background(), prod)
-			require.NoError(t, err)
 			want := int64(6)
 			if rejoined {
 				want = -1 // nothing committed
 			}
-			require.Equal(t, want, resp.Topics[0].Partitions[0].Offset, "the group's committed offset")
+			require.Equal(t, want, CommittedOffset(t, prod, "g", "in", 0), "the group's committed offset")
 		})
 	}
 }

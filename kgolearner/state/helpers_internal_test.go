@@ -1,10 +1,13 @@
 package state
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,6 +26,51 @@ func oneTopicCluster(t *testing.T, topic string) (*kfake.Cluster, kgo.Opt, *kgo.
 	require.NoError(t, err)
 	t.Cleanup(prod.Close)
 	return c, seed, prod
+}
+
+// polledRuntime returns a runtime of one stateless task, 0_0 of input
+// topic "in" in group "g" (Cooperative if cooperative), whose group client
+// has joined and polled the six records the test wrote to "in", and the
+// cluster and producer of oneTopicCluster.
+func polledRuntime(t *testing.T, cooperative bool) (*Runtime, *kfake.Cluster, *kgo.Client) {
+	t.Helper()
+	c, seed, prod := oneTopicCluster(t, "in")
+	for range 6 {
+		require.NoError(t, prod.ProduceSync(context.Background(), &kgo.Record{Topic: "in", Partition: 0}).FirstErr())
+	}
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil }, Cooperative: cooperative,
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1}}})
+	require.NoError(t, err)
+	r.cl, err = kgo.NewClient(seed, kgo.ConsumerGroup("g"), kgo.ConsumeTopics("in"), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	t.Cleanup(r.cl.Close)
+	for n := 0; n < 6; { // joined, assigned, polled
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		fs := r.cl.PollFetches(ctx)
+		cancel()
+		require.NoError(t, fs.Err())
+		n += fs.NumRecords()
+	}
+	return r, c, prod
+}
+
+// CommittedOffset returns group's committed offset of the partition, -1
+// for none, asking through cl. It is exported for the external tests too
+// (this file is compiled into the package's tests).
+func CommittedOffset(t *testing.T, cl *kgo.Client, group, topic string, partition int32) int64 {
+	t.Helper()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(resp.ErrorCode), "OffsetFetch of group %s", group)
+	require.Len(t, resp.Topics, 1, "OffsetFetch topics")
+	require.Len(t, resp.Topics[0].Partitions, 1, "OffsetFetch partitions")
+	return resp.Topics[0].Partitions[0].Offset
 }
 
 // openedTask returns a runtime of one stateful task, 0_0 of input topic
