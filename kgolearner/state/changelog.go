@@ -205,7 +205,10 @@ var ErrChangelogTopic = errors.New("state: changelog topic misconfigured")
 // cleanup.policy of those that exist. A policy it cannot read (the
 // member's ACLs may not allow DescribeConfigs, which the runtime needs for
 // nothing else) goes to warn, and the topic is used as it is: refusing it
-// would stop applications that ran before this check.
+// would stop applications that ran before this check. A read that failed
+// for a reason Run retries (startRetriable: the broker unreachable, say)
+// is an error instead, so that the policy is checked once the broker is
+// back. Run retries ensureTopics whole: every step of it may run again.
 func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int32, warn func(error)) error {
 	meta := kmsg.NewPtrMetadataRequest()
 	for _, topic := range slices.Sorted(maps.Keys(partitions)) {
@@ -271,7 +274,7 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 
 // checkPolicies refuses, with ErrChangelogTopic, the first of topics
 // whose cleanup.policy lacks "compact"; a policy it cannot read goes to
-// warn (see ensureTopics).
+// warn, unless Run retries the error (see ensureTopics).
 func checkPolicies(ctx context.Context, cl *kgo.Client, topics []string, warn func(error)) error {
 	if len(topics) == 0 {
 		return nil
@@ -285,7 +288,7 @@ func checkPolicies(ctx context.Context, cl *kgo.Client, topics []string, warn fu
 	}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || startRetriable(err) {
 			return fmt.Errorf("state: describe changelog topics: %w", err)
 		}
 		warn(fmt.Errorf("state: changelog topics %q: cleanup.policy not checked: %w", topics, err))
@@ -293,6 +296,9 @@ func checkPolicies(ctx context.Context, cl *kgo.Client, topics []string, warn fu
 	}
 	for _, rr := range resp.Resources {
 		if err := kerr.ErrorForCode(rr.ErrorCode); err != nil {
+			if startRetriable(err) {
+				return fmt.Errorf("state: describe changelog topic %q: %w", rr.ResourceName, err)
+			}
 			warn(fmt.Errorf("state: changelog topic %q: cleanup.policy not checked: %w", rr.ResourceName, err))
 			continue
 		}

@@ -42,6 +42,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -115,7 +117,8 @@ type Observer struct {
 	Restored func(task, role string, records int)
 	// Rebalanced reports a rebalance computed by this member as leader.
 	Rebalanced func()
-	// Error reports a transient error the runtime recovers from.
+	// Error reports a transient error the runtime recovers from, such as
+	// a failed attempt at a start step, which Run retries (see Run).
 	Error func(error)
 }
 
@@ -256,6 +259,29 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 // Process). It creates the changelog topics that are missing, refuses
 // existing ones it cannot use (ErrChangelogTopic), opens the stores left
 // from an earlier run and reports their lag at the first join.
+//
+// Run rides out brokers that are unreachable or refuse for a while at
+// start, as it does once running. A start step that fails (the changelog
+// topics' metadata, policies and creation; the stores' end offsets) goes
+// to Observer.Error and is tried again, after 100 ms, a wait that doubles
+// with every failure up to 1 s, until it succeeds or ctx is done. The
+// rule, applied to what a request returns once kgo's own retries of it
+// gave up: a broker's error code is retried if Kafka marks it retriable
+// (kerr.IsRetriable), and stops Run at once if not, as authorization and
+// SASL errors (kerr.TopicAuthorizationFailed, ClusterAuthorizationFailed,
+// SaslAuthenticationFailed) and a replication factor the brokers refuse
+// do; an error of the connection is retried: a dial refused or failed, a
+// name that does not resolve, a timeout, a connection cut, or closed at
+// its first request, which kgo reports as a TLS or SASL mismatch
+// (kgo.ErrFirstReadEOF) but a broker going down causes too; any other
+// error stops Run at once: ErrChangelogTopic, ErrInvalidConfig, ErrStore,
+// a TLS handshake that fails, and kgo's errors that kgo does not retry
+// either (kgo.IsRetryableBrokerErr). A changelog topic the brokers do not
+// know, as for a second or so after Run created it, is retried without an
+// Error event for 5 s, and stops Run after 10 s, as it does once running.
+// Cancelling ctx during the start makes Run return at once, with an error
+// wrapping ctx's and the last failure; Shutdown makes it return nil.
+//
 // Cancelling ctx abandons the batch in flight as a crash would; call Leave
 // for an orderly hand-over. Run then returns once its group client has
 // left the group, which is not at once: the client stops the member's
@@ -301,8 +327,10 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		// client, which has ClientOpts too, before anything is created.
 		return fmt.Errorf("state: ClientOpts disable idempotent writes, which the changelog relies on: %w", ErrInvalidConfig)
 	}
-	if err := ensureTopics(ctx, r.rcl, r.changelogPartitions(), r.observeError); err != nil {
-		return err
+	if err := r.startRetry(ctx, func(ctx context.Context) error {
+		return ensureTopics(ctx, r.rcl, r.changelogPartitions(), r.observeError)
+	}); err != nil {
+		return startErr(err)
 	}
 	// Whatever stops Run from here, the start included, closes the stores
 	// it opened: a store left open stays locked (bbolt's file lock) for
@@ -310,7 +338,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	// them have ended by then.
 	defer r.closeStores()
 	if err := r.openLocal(ctx); err != nil {
-		return err
+		return startErr(err)
 	}
 	r.mu.Lock()
 	r.cl, err = kgo.NewClient(r.clientOpts()...)
@@ -404,8 +432,11 @@ func (r *Runtime) openLocal(ctx context.Context) error {
 	if len(parts) == 0 || r.cfg.Cooperative {
 		return nil
 	}
-	ends, err := endOffsetsAtStart(ctx, r.rcl, parts)
-	if err != nil {
+	var ends map[string]map[int32]int64
+	if err := r.startRetry(ctx, func(ctx context.Context) (err error) {
+		ends, err = EndOffsets(ctx, r.rcl, parts)
+		return err
+	}); err != nil {
 		return err
 	}
 	for _, id := range ids {
@@ -418,25 +449,123 @@ func (r *Runtime) openLocal(ctx context.Context) error {
 	return nil
 }
 
-// endOffsetsAtStart is EndOffsets retrying, for up to missingTopicTimeout,
-// the errors Kafka marks retriable (kerr.IsRetriable): a broker answers
-// UNKNOWN_TOPIC_OR_PARTITION for a while after the topic was created (Run
-// creates a missing changelog topic just before), and NOT_LEADER_OR_FOLLOWER
-// or LEADER_NOT_AVAILABLE while a leader moves. Run would otherwise fail at
-// start on what the lag loop later rides out.
-func endOffsetsAtStart(ctx context.Context, cl *kgo.Client, parts map[string][]int32) (map[string]map[int32]int64, error) {
-	deadline := time.Now().Add(missingTopicTimeout)
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		ends, err := EndOffsets(ctx, cl, parts)
-		if err == nil || !kerr.IsRetriable(err) || time.Now().Add(wait).After(deadline) {
-			return ends, err
-		}
+// The waits between the attempts of a start step (startRetry): the first,
+// doubled after every failure up to the last. They are the defaults of
+// Kafka's own clients (retry.backoff.ms and retry.backoff.max.ms, KIP-580),
+// and the last is short enough for a changelog topic just created, which
+// metadata lists after a second or so.
+const (
+	startBackoffMin = 100 * time.Millisecond
+	startBackoffMax = time.Second
+)
+
+// errStopped is startRetry's error when Shutdown stopped the start.
+var errStopped = errors.New("state: shut down during the start")
+
+// startErr is Run's error for a start that failed with err: none if
+// Shutdown stopped it.
+func startErr(err error) error {
+	if errors.Is(err, errStopped) {
+		return nil
+	}
+	return err
+}
+
+// startRetry runs step, a start step of Run, until it succeeds, fails with
+// an error retrying cannot fix (startRetriable), or ctx is done or
+// Shutdown called, which also cancel the attempt in flight. It waits
+// startBackoffMin between attempts, doubled after every failure up to
+// startBackoffMax, and reports every failure it retries to Observer.Error
+// but those of a changelog topic the brokers do not know
+// (UNKNOWN_TOPIC_OR_PARTITION), as a broker answers for a while after Run
+// created the topic: these it reports once the topic has been missing for
+// missingTopicTimeout/2, and it fails after missingTopicTimeout, as the
+// lag loop does once running (the topic was deleted, and recreating it
+// would hide lost state). When ctx is done, its error wraps ctx's and the
+// last failure.
+func (r *Runtime) startRetry(ctx context.Context, step func(context.Context) error) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
 		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(wait):
+		case <-r.stop:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	var last error // the last failure that was not ctx's
+	var missingSince time.Time
+	for wait := startBackoffMin; ; wait = min(2*wait, startBackoffMax) {
+		err := step(sctx)
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			if last == nil || !errors.Is(err, ctx.Err()) {
+				last = err
+			}
+			return startAbandoned(ctx, last)
+		case sctx.Err() != nil:
+			return errStopped
+		case !startRetriable(err):
+			return err
+		}
+		last = err
+		switch {
+		case !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.UnknownTopicID):
+			missingSince = time.Time{}
+			r.observeError(fmt.Errorf("%w (Run retries its start in %v)", err, wait))
+		case missingSince.IsZero():
+			missingSince = time.Now()
+		case time.Since(missingSince) > missingTopicTimeout:
+			return fmt.Errorf("state: changelog topic missing for %v: %w", missingTopicTimeout, err)
+		case time.Since(missingSince) > missingTopicTimeout/2:
+			r.observeError(fmt.Errorf("%w (missing for %v; Run retries its start in %v, and stops if it still is after %v)",
+				err, time.Since(missingSince).Round(time.Second), wait, missingTopicTimeout))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-sctx.Done():
+			t.Stop()
+			if ctx.Err() == nil {
+				return errStopped
+			}
+			return startAbandoned(ctx, last)
+		case <-t.C:
 		}
 	}
+}
+
+// startAbandoned is startRetry's error when ctx is done: it wraps ctx's
+// error and last, the last failure.
+func startAbandoned(ctx context.Context, last error) error {
+	if errors.Is(last, ctx.Err()) {
+		return last // the first attempt, cut short by ctx
+	}
+	return fmt.Errorf("state: start abandoned: %w; last failure: %w", ctx.Err(), last)
+}
+
+// startRetriable reports whether a start step that failed with err may
+// succeed if tried again (see Run for the rule). What the member's own
+// configuration causes never does: ErrChangelogTopic, ErrInvalidConfig,
+// ErrStore. A broker's error code is retriable if Kafka says so, which
+// authorization and SASL errors are not. The other errors are kgo's: those
+// of the connection are retried, whatever kgo does with them itself (it
+// fails at once on a refused dial to a seed broker, on a connection
+// closed at its first request (ErrFirstReadEOF), and so would Run), and
+// so are those kgo retries (kgo.IsRetryableBrokerErr); any other (a
+// broker too old for a request, a TLS certificate refused) is not.
+func startRetriable(err error) bool {
+	if errors.Is(err, ErrChangelogTopic) || errors.Is(err, ErrInvalidConfig) || errors.Is(err, ErrStore) {
+		return false
+	}
+	if _, ok := errors.AsType[*kerr.Error](err); ok {
+		return kerr.IsRetriable(err)
+	}
+	if _, ok := errors.AsType[net.Error](err); ok {
+		return true // a dial, a DNS lookup, a read or write timing out
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || kgo.IsRetryableBrokerErr(err)
 }
 
 // open opens the task's store, once.
