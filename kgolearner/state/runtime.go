@@ -368,9 +368,14 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 // Leave hands the member's tasks over and then makes Run return: with the
 // learner protocol, its tasks go to learners on the other members first
 // (until deadline, if not zero; see kgolearner.Balancer.Leave); with
-// Cooperative, it leaves the group at once.
+// Cooperative, it leaves the group at once. Before Run's start is over
+// (its retries through an outage included), the member has joined no
+// group and has nothing to hand over: Leave is then Shutdown.
 func (r *Runtime) Leave(deadline time.Time) {
-	if r.cfg.Cooperative {
+	r.mu.Lock()
+	started := r.cl != nil
+	r.mu.Unlock()
+	if r.cfg.Cooperative || !started {
 		r.Shutdown()
 		return
 	}

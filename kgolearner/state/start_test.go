@@ -186,14 +186,26 @@ func TestRunStartCancelledDuringAnOutage(t *testing.T) {
 }
 
 // Shutdown while Run retries its start makes it return nil at once, as
-// Shutdown does at any other time, the attempt in flight abandoned.
+// Shutdown does at any other time, the attempt in flight abandoned; so
+// does Leave, since a member still starting has nothing to hand over.
 func TestRunStartShutdownDuringAnOutage(t *testing.T) {
-	var events startEvents
-	rt, _, done := startHanging(t, &events)
-	stopped := time.Now()
-	rt.Shutdown()
-	require.NoError(t, waitErr(t, done))
-	require.Less(t, time.Since(stopped), 2*time.Second, "Run's return after Shutdown")
+	for _, c := range []struct {
+		name string
+		stop func(*state.Runtime)
+	}{
+		{"Shutdown", (*state.Runtime).Shutdown},
+		// A member that has joined no group has nothing to hand over.
+		{"Leave", func(rt *state.Runtime) { rt.Leave(time.Time{}) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var events startEvents
+			rt, _, done := startHanging(t, &events)
+			stopped := time.Now()
+			c.stop(rt)
+			require.NoError(t, waitErr(t, done))
+			require.Less(t, time.Since(stopped), 2*time.Second, "Run's return after %s", c.name)
+		})
+	}
 }
 
 // What retrying cannot fix still stops Run at once, also after an outage
