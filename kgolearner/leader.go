@@ -169,8 +169,9 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 
 // keepClaims is the plan for tasks the leader cannot assign (the cluster's
 // topics do not match their subtopology; keepMismatched uses its plan for
-// those tasks only): every member keeps what it reports, its active tasks (those it released at this join too), learners
-// and standbys, and a task two members report active stays with the first.
+// those tasks only): every member keeps what it reports, its active tasks
+// (those it released at this join too), learners and standbys, and a task
+// two members report active stays with the first.
 // Nothing moves, and the hand-over still keeps from a member what another
 // member owns. A learner reported ready stops: never promoted here, it would
 // look to its member like a deferred move, which the member chases with a
