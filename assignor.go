@@ -33,6 +33,9 @@ func New(tasks []Task, opts Options) (*Assignor, error) {
 
 // Tasks returns a copy of the topology's tasks, in order.
 func (a *Assignor) Tasks() []Task {
+	if a.idAt == nil { // the zero Assignor (numTasks would be -1)
+		return []Task{}
+	}
 	tasks := make([]Task, a.numTasks())
 	for t := range tasks {
 		tasks[t] = Task{ID: a.id(int32(t)), Stateful: a.isStateful(int32(t))}

@@ -155,12 +155,7 @@ func (sl subLookup) of(t int32) int32 {
 }
 
 // numTasks is the number of tasks in the topology.
-func (tp *topology) numTasks() int {
-	if tp.idAt == nil { // the zero topology, a zero Assignor's
-		return 0
-	}
-	return len(tp.idAt) - 1
-}
+func (tp *topology) numTasks() int { return len(tp.idAt) - 1 }
 
 // id returns task t's ID.
 func (tp *topology) id(t int32) string { return tp.ids[tp.idAt[t]:tp.idAt[t+1]] }
