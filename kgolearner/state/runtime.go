@@ -567,6 +567,13 @@ func startRetriable(err error) bool {
 	if _, ok := errors.AsType[*kerr.Error](err); ok {
 		return kerr.IsRetriable(err)
 	}
+	if oe, ok := errors.AsType[*net.OpError](err); ok && (oe.Op == "remote error" || oe.Op == "local error") {
+		// A TLS alert, received or sent (crypto/tls reports both as a
+		// net.OpError of these Ops): a handshake the broker or the member
+		// refused, a certificate missing, unknown or expired, which no
+		// retry fixes (kgo does not retry it either).
+		return false
+	}
 	if _, ok := errors.AsType[net.Error](err); ok {
 		return true // a dial, a DNS lookup, a read or write timing out
 	}
