@@ -147,7 +147,7 @@ func FuzzLeader(f *testing.F) {
 					t.Fatalf("planned %+v, Assign's plan of the subtopology whose topics match %+v", as, w)
 				}
 			}
-		} else { // keepMismatched follows none of Assign's rules (tasks nobody owns stay so)
+		} else { // the topics match: Assign's plan and what was sent keep every rule
 			if vs := learnertest.Check(tasks, b.assignor.Options(), round.Members, round.Planned); len(vs) > 0 {
 				t.Fatalf("learnertest.Check of Assign's plan: %v", vs)
 			}
