@@ -118,6 +118,8 @@ func TestZeroAssignor(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidTopology, "zero Assignor: AssignIndexed(...) = %v, want an error wrapping ErrInvalidTopology", outIx)
 	assert.Empty(t, a.Tasks(), "zero Assignor: Tasks()")
 	assert.Equal(t, -1, a.TaskIndex("0_0"), "zero Assignor: TaskIndex(0_0)")
+	_, err = a.MemberByID(IndexedMember{ID: "S1", Assigned: []int32{0}})
+	assert.EqualError(t, err, `learner: member "S1": task index 0 in assigned is outside the topology's 0 tasks: invalid member metadata`, "zero Assignor: MemberByID")
 }
 
 // TestLearnerReadyIsAssignsRule: Options.LearnerReady, which bindings use

@@ -173,7 +173,7 @@ func (n *namer) ids(list string, idx []int32, more ...string) []string {
 func (n *namer) id(list string, t int32) (string, bool) {
 	if t < 0 || int(t) >= n.topo.numTasks() {
 		if n.err == nil {
-			n.err = fmt.Errorf("learner: %s: task index %d in %s is outside the topology's %d tasks: %w", n.whose, t, list, n.topo.numTasks(), ErrInvalidMember)
+			n.err = fmt.Errorf("learner: %s: task index %d in %s is outside the topology's %d tasks: %w", n.whose, t, list, max(n.topo.numTasks(), 0), ErrInvalidMember) // -1 for a zero Assignor's
 		}
 		return "", false
 	}
