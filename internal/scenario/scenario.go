@@ -62,6 +62,9 @@ func ParseAny(src string) (Script, error) { return parse(src, "") }
 // parse reads a script; a non-empty only is the one command allowed.
 func parse(src, only string) (Script, error) {
 	var s Script
+	// Windows line ends read as Unix ones, as the notation reads them: a
+	// "----\r" line would otherwise not end the input.
+	src = strings.ReplaceAll(src, "\r\n", "\n")
 	lines := strings.Split(strings.TrimSuffix(src, "\n"), "\n")
 	var prefix strings.Builder
 	for i := 0; i < len(lines); i++ {
@@ -95,7 +98,7 @@ func parse(src, only string) (Script, error) {
 }
 
 // String writes the script back: Parse(src).String() == src for every src
-// ending in a newline that Parse accepts.
+// ending in a newline that Parse accepts, with Windows line ends as Unix ones.
 func (s Script) String() string {
 	var b strings.Builder
 	for _, bl := range s.Blocks {

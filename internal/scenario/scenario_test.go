@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -63,5 +64,19 @@ func TestParseErrors(t *testing.T) {
 	} {
 		_, err := Parse(tc.src)
 		assert.EqualError(t, err, tc.want, "Parse(%q)", tc.src)
+	}
+}
+
+// TestParseCRLF: a script saved with Windows line ends parses as the same
+// script with Unix ones, as a single rebalance in the notation does, rather
+// than failing for want of a "----" line it has.
+func TestParseCRLF(t *testing.T) {
+	crlf := strings.ReplaceAll(script, "\n", "\r\n")
+	require.True(t, IsScript(crlf))
+	s, err := Parse(crlf)
+	require.NoError(t, err, "Parse(%q)", crlf)
+	assert.Equal(t, script, s.String(), "Parse(crlf).String()")
+	for _, b := range s.Blocks {
+		assert.Equal(t, b.Output, Run(b).Output(), "Run(block at line %d)", b.Line)
 	}
 }
