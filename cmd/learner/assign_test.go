@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,4 +27,30 @@ func TestAssignReplaysScenarios(t *testing.T) {
 		assert.Empty(t, stderr.String(), "learner assign %s: stderr", file)
 		assert.Equal(t, string(want), stdout.String(), "learner assign %s: stdout, want the file itself", file)
 	}
+}
+
+// TestAssignInputTooLong: learner assign < /dev/zero fails with exit 2 once
+// 64 MiB are in, four times the notation of 10,000 members and a million
+// tasks (16 MB, which takes seconds to assign): a bound of 1 GiB took 20 s
+// and 2 GB of memory to reject /dev/zero.
+func TestAssignInputTooLong(t *testing.T) {
+	r := &tapped{max: 128 << 20}
+	var out, errb bytes.Buffer
+	code := run([]string{"assign", "-"}, r, &out, &errb)
+	assert.Equal(t, 2, code, "learner assign - < /dev/zero: exit code (stderr %q)", errb.String())
+	assert.Empty(t, out.String(), "learner assign - < /dev/zero: stdout")
+	assert.Equal(t, "learner assign: standard input is longer than 67108864 bytes\n", errb.String())
+}
+
+// tapped reads as /dev/zero does, but fails once max bytes are read.
+type tapped struct{ n, max int }
+
+func (z *tapped) Read(p []byte) (int, error) {
+	if z.n >= z.max {
+		return 0, fmt.Errorf("read past %d bytes", z.max)
+	}
+	p = p[:min(len(p), z.max-z.n)]
+	clear(p)
+	z.n += len(p)
+	return len(p), nil
 }
