@@ -404,3 +404,29 @@ func TestWorkerUnreadyForgetsRestoredLag(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"T1"}, out[0].Assigned, "T1 moved to the learner whose state was lost:\n%s", FormatAssignments(out))
 }
+
+// TestWorkerLongLists: a worker holding tens of thousands of tasks joins
+// and applies an assignment in well under a second. Apply and Join once
+// compared every task of one list with every task of another, so that
+// learner simulate -tasks 10000 (a few thousand a member) spent minutes
+// there.
+func TestWorkerLongLists(t *testing.T) {
+	const n = 40000
+	var a Assignment
+	a.MemberID = "S1"
+	for i := range n {
+		a.Assigned = append(a.Assigned, fmt.Sprintf("0_%d", i))
+		a.Standby = append(a.Standby, fmt.Sprintf("1_%d", i))
+	}
+	w := joined(t, RejoinStable, a)
+	for _, task := range a.Standby {
+		require.NoError(t, w.SetLag(task, 10))
+	}
+	next := a
+	next.Assigned = append(slices.Clone(a.Assigned[1:]), "2_0")
+	start := time.Now()
+	w.Join()
+	_, err := w.Apply(next)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), time.Second, "Join and Apply with %d tasks assigned and %d as standby", n, n)
+}
