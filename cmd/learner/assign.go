@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -105,6 +106,11 @@ func assignArgs(args []string) (file string, help bool, err error) {
 	}
 	if len(files) > 1 {
 		return "", false, fmt.Errorf("want at most one FILE, got %d", len(files))
+	}
+	// "" stands for no FILE below: an empty name (an unset "$FILE") would
+	// read standard input, waiting on a terminal.
+	if len(files) == 1 && files[0] == "" {
+		return "", false, errors.New("empty FILE name (- for standard input)")
 	}
 	files = append(files, "")
 	return files[0], false, nil

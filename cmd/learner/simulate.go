@@ -101,6 +101,15 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		}
 	}
 
+	// An empty name would read standard input (-scenario) or draw nothing
+	// (-svg) without a word.
+	switch {
+	case set["scenario"] && *scenario == "":
+		return fail("-scenario: empty FILE name (- for standard input)")
+	case set["svg"] && *svg == "":
+		return fail("-svg: empty FILE name")
+	}
+
 	// overrides sets a scenario's setting from its flag, when given.
 	overrides := map[string]func(sc *sim.Scenario) error{
 		"duration":         func(sc *sim.Scenario) error { sc.Duration = *duration; return nil },
