@@ -239,8 +239,9 @@ func (w *Worker) conflict(c RoleConflict, names []string) error {
 //
 // Short lists, one member's tens of tasks, are scanned: that beats building
 // a map per call. Long ones go through a set: scanned, a member holding a
-// few thousand tasks cost millions of comparisons at every Apply, which made
-// learner simulate -tasks 10000 run for most of an hour.
+// few thousand tasks cost millions of comparisons at every Apply
+// (BenchmarkWorkerLongLists), and learner simulate -tasks 4000 took 140 s
+// instead of 50.
 func missing(a, b []string) []string {
 	var out []string
 	if len(a)*len(b) <= maxScan {
