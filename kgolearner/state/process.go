@@ -729,9 +729,7 @@ func (r *Runtime) commitQueued(ctx context.Context) {
 	if len(stops) == 0 {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
-	defer cancel()
-	cctx = kgo.PreCommitFnContext(cctx, func(req *kmsg.OffsetCommitRequest) error {
+	r.commitSync(ctx, r.cl, offsets, "commit", func(req *kmsg.OffsetCommitRequest) error {
 		topics := req.Topics[:0]
 		for _, rt := range req.Topics {
 			rt.Partitions = slices.DeleteFunc(rt.Partitions, func(rp kmsg.OffsetCommitRequestTopicPartition) bool {
@@ -745,12 +743,24 @@ func (r *Runtime) commitQueued(ctx context.Context) {
 		req.Topics = topics // kgo sends nothing if none is left
 		return nil
 	})
-	r.cl.CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+}
+
+// commitSync commits offsets through cl, synchronously and within
+// commitTimeout, with pre, if not nil, as the request's last step
+// (kgo.PreCommitFnContext). A failure is reported (Observer.Error) as what,
+// unless ctx ended: a failed commit only costs replay.
+func (r *Runtime) commitSync(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset, what string, pre func(*kmsg.OffsetCommitRequest) error) {
+	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	if pre != nil {
+		cctx = kgo.PreCommitFnContext(cctx, pre)
+	}
+	cl.CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err == nil {
 			err = commitError(resp)
 		}
 		if err != nil && ctx.Err() == nil {
-			r.observeError(fmt.Errorf("state: commit: %w", err))
+			r.observeError(fmt.Errorf("state: %s: %w", what, err))
 		}
 	})
 }

@@ -753,16 +753,7 @@ func (r *Runtime) commitPolled(ctx context.Context, cl *kgo.Client, partitions m
 	if len(offsets) == 0 {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
-	defer cancel()
-	cl.CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err == nil {
-			err = commitError(resp)
-		}
-		if err != nil && ctx.Err() == nil {
-			r.observeError(fmt.Errorf("state: commit of revoked partitions: %w", err))
-		}
-	})
+	r.commitSync(ctx, cl, offsets, "commit of revoked partitions", nil)
 }
 
 // setRole is the hook of a learner or standby starting (role) or stopping
