@@ -77,6 +77,11 @@ func NewWorker(id string, policy RejoinPolicy) *Worker {
 // ID returns the member ID the worker joins with.
 func (w *Worker) ID() string { return w.id }
 
+// Active returns the tasks the worker processes now, in the last
+// assignment's order, without the ones given up at a pending join. Unlike
+// Join it changes nothing.
+func (w *Worker) Active() []string { return slices.Clone(w.active) }
+
 // Changes is what the application must do to run an assignment. Stopping a
 // role never discards local state: a task listed in StopLearning (or
 // StopStandby) and in StartActive is a promotion that continues from the

@@ -62,7 +62,9 @@ func TestWorkerRevokesLearnedAtJoin(t *testing.T) {
 	// The document's Scale Up walkthrough, S1's side: T1 is learned by S4.
 	w := joined(t, RejoinStable, Assignment{MemberID: "S1", Assigned: []string{"T1", "T2"}, Learned: []string{"T1"}})
 	assert.False(t, w.ShouldRejoin(t0), "owner of a learned task wants to rejoin on its own")
+	assert.Equal(t, []string{"T1", "T2"}, w.Active(), "Active() before the join")
 	m := w.Join()
+	assert.Equal(t, []string{"T2"}, w.Active(), "Active() once T1 is given up at join")
 	assert.Equal(t, MemberMetadata{ID: "S1", Assigned: []string{"T2"}, Revoked: []string{"T1"}}, m)
 	assert.Equal(t, m, w.Join(), "a restarted join reports differently")
 
@@ -77,6 +79,12 @@ func TestWorkerRevokesLearnedAtJoin(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Changes{}, c, "T1 was already stopped at join")
 	assert.Equal(t, MemberMetadata{ID: "S1", Assigned: []string{"T2"}}, w.Join())
+}
+
+func TestWorkerActiveChangesNothing(t *testing.T) {
+	w := NewWorker("S1", RejoinStable)
+	assert.Empty(t, w.Active(), "NewWorker(...).Active()")
+	assert.True(t, w.ShouldRejoin(t0), "ShouldRejoin after Active() = false, want true: Active joined")
 }
 
 func TestWorkerRejoinPolicies(t *testing.T) {

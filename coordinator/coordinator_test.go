@@ -36,6 +36,16 @@ func TestNewConfig(t *testing.T) {
 	}
 }
 
+func TestZeroMember(t *testing.T) {
+	c, err := New([]learner.Task{{ID: "T1", Stateful: true}}, Config{})
+	require.NoError(t, err)
+	var m Member
+	assert.Empty(t, m.Active(), "zero Member's Active()")
+	_, err = c.Heartbeat(t0, m.Heartbeat())
+	require.ErrorIs(t, err, ErrInvalidHeartbeat, "Heartbeat(zero Member's heartbeat)")
+	assert.Equal(t, learner.Changes{Shutdown: true}, m.Stop(), "zero Member's Stop()")
+}
+
 func TestMemberApply(t *testing.T) {
 	m := NewMember("S1")
 	_, err := m.Apply(Response{MemberID: "S2", Epoch: 1})

@@ -11,7 +11,8 @@ import (
 // Member is the member side of the protocol: a learner.Worker, which keeps
 // the member's roles and turns each target into learner.Changes, plus the
 // member epoch. It builds each Heartbeat and applies each Response. Build it
-// with NewMember: the zero Member has no Worker and panics.
+// with NewMember: the zero Member has an empty ID, which the coordinator
+// refuses.
 //
 // Member is pure like Coordinator: no clocks, I/O or goroutines; time comes
 // in as an argument. It is not safe for concurrent use. Timing is the
@@ -20,7 +21,7 @@ import (
 // with a new Member and ID) when no response has come for the member's own
 // fence timeout, shorter than the coordinator's session timeout.
 type Member struct {
-	w        *learner.Worker
+	w        *learner.Worker // nil in the zero Member until first used
 	epoch    int64
 	seq      int64 // of the last heartbeat built
 	deadline time.Time
@@ -45,8 +46,16 @@ func RestartOf(id, old string) *Member {
 	return m
 }
 
+// worker returns the member's Worker, made on first use in the zero Member.
+func (m *Member) worker() *learner.Worker {
+	if m.w == nil {
+		m.w = learner.NewWorker("", learner.RejoinStable)
+	}
+	return m.w
+}
+
 // ID returns the member's ID.
-func (m *Member) ID() string { return m.w.ID() }
+func (m *Member) ID() string { return m.worker().ID() }
 
 // Epoch returns the epoch of the last response applied; 0 before the first.
 func (m *Member) Epoch() int64 { return m.epoch }
@@ -62,7 +71,7 @@ func (m *Member) SetCapacity(capacity int, rack string) { m.capacity, m.rack = c
 func (m *Member) Heartbeat() Heartbeat {
 	// The worker's join report is its current status: the coordinator never
 	// tags tasks learned, so nothing moves to Revoked.
-	md := m.w.Join()
+	md := m.worker().Join()
 	m.seq++ // MaxEpoch is 2^53 calls away: 285,000 years at one a millisecond
 	return Heartbeat{
 		MemberID: md.ID, Epoch: m.epoch, Seq: m.seq,
@@ -73,7 +82,7 @@ func (m *Member) Heartbeat() Heartbeat {
 }
 
 // Active returns the tasks the member runs active.
-func (m *Member) Active() []string { return m.w.Join().Assigned }
+func (m *Member) Active() []string { return m.worker().Active() }
 
 // Apply takes the response to the member's latest heartbeat and returns the
 // changes the application must make, as learner.Worker.Apply does (Stop
@@ -108,7 +117,7 @@ func (m *Member) Apply(r Response) (learner.Changes, error) {
 			return learner.Changes{}, fmt.Errorf("coordinator: response to member %s at epoch %d: %s: %w", errtext.Quote(r.MemberID), r.Epoch, problem, ErrInvalidResponse)
 		}
 	}
-	c, err := m.w.Apply(learner.Assignment{MemberID: r.MemberID, Assigned: r.Active, Learning: r.Learning, Standby: r.Standby})
+	c, err := m.worker().Apply(learner.Assignment{MemberID: r.MemberID, Assigned: r.Active, Learning: r.Learning, Standby: r.Standby})
 	if err != nil {
 		return learner.Changes{}, fmt.Errorf("coordinator: response to member %s at epoch %d: %w: %w", errtext.Quote(r.MemberID), r.Epoch, ErrInvalidResponse, err)
 	}
@@ -120,19 +129,19 @@ func (m *Member) Apply(r Response) (learner.Changes, error) {
 
 // Restored marks the learner task as ready and reports whether it is one of
 // the member's learners.
-func (m *Member) Restored(task string) bool { return m.w.Restored(task) }
+func (m *Member) Restored(task string) bool { return m.worker().Restored(task) }
 
 // Unready withdraws Restored when the learner's state fell behind again (the
 // application lost or reset it), so that the coordinator does not promote it
 // until Restored is called again (see learner.Worker.Unready). It reports
 // whether task is one of the member's learners.
-func (m *Member) Unready(task string) bool { return m.w.Unready(task) }
+func (m *Member) Unready(task string) bool { return m.worker().Unready(task) }
 
 // SetLag records the remaining changelog lag of the member's local state of
 // task; a negative lag forgets it. A malformed task ID is an error wrapping
 // learner.ErrInvalidMember (see learner.Worker.SetLag).
 func (m *Member) SetLag(task string, lag int64) error {
-	if err := m.w.SetLag(task, lag); err != nil {
+	if err := m.worker().SetLag(task, lag); err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
 	return nil
@@ -140,20 +149,20 @@ func (m *Member) SetLag(task string, lag int64) error {
 
 // Leave announces that the member leaves, by deadline if it is not zero.
 func (m *Member) Leave(deadline time.Time) {
-	m.w.Leave(deadline)
+	m.worker().Leave(deadline)
 	m.deadline = deadline
 }
 
 // ShouldShutdown reports whether a leaving member should stop now: it has
 // handed everything over, or its deadline has passed.
-func (m *Member) ShouldShutdown(now time.Time) bool { return m.w.ShouldShutdown(now) }
+func (m *Member) ShouldShutdown(now time.Time) bool { return m.worker().ShouldShutdown(now) }
 
 // Stop stops everything: at a leave deadline, after Shutdown, or to fence
 // itself when its session may have expired. It returns what to stop; the
 // member then sends LeaveHeartbeat (if it can) and is done: a member that
 // wants back in starts over with a new ID.
 func (m *Member) Stop() learner.Changes {
-	md := m.w.Join()
+	md := m.worker().Join()
 	m.w = learner.NewWorker(md.ID, learner.RejoinStable)
 	return learner.Changes{StopActive: md.Assigned, StopLearning: md.Learning, StopStandby: md.Standby, Shutdown: true}
 }
