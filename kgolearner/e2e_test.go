@@ -272,6 +272,14 @@ func (g *group) add(name string, autoReady bool) *member {
 	return m
 }
 
+// resume starts the member's poll loop again after stop.
+func (m *member) resume() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.done = make(chan struct{})
+	m.stop = func() { cancel(); <-m.done }
+	go m.poll(ctx)
+}
+
 // poll is the application's poll loop: it processes every record of a
 // poll, then allows rebalances.
 func (m *member) poll(ctx context.Context) {

@@ -315,3 +315,56 @@ func TestFaultReleaseOutlastsRebalanceTimeout(t *testing.T) {
 	g.mu.Unlock()
 	g.finish()
 }
+
+// TestFaultRejoinUnderNewIDRestartsKeptTasks: S2's application stalls (it
+// polls nothing more) and its JoinGroup is held past its one-second
+// session, so the coordinator drops it and S1 takes its tasks from its last
+// commit. S1 processes them, commits at close and leaves. S2's late
+// JoinGroup is then refused (UNKNOWN_MEMBER_ID) and S2 rejoins under a new
+// member ID, the group's only member, claiming its old tasks alone: the
+// leader lets it keep them, and kgo, which never saw them go, keeps their
+// cursors where S2 stalled. S2 must count what it ran under the old ID as
+// lost and start those tasks again from the group's committed offsets, or
+// it processes again every record S1 processed and committed.
+func TestFaultRejoinUnderNewIDRestartsKeptTasks(t *testing.T) {
+	g := newGroup(t, storyTopology)
+	g.autoCommit = time.Minute
+	g.session["S2"] = time.Second
+	s1, s2 := g.add("S1", true), g.add("S2", true)
+	g.waitStable(s1, s2)
+	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
+	oldID, _ := s2.cl.GroupMetadata()
+
+	release := make(chan struct{})
+	hits := joinControl(g, oldID, func() (kmsg.Response, error, bool) {
+		g.cluster.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	s2.stop() // the application stalls: S2's cursors stay where they are
+	s1.cl.ForceRebalance()
+	g.waitFor("S1 to run every task", func() bool { return len(s1.active) == len(g.stateful) })
+	time.Sleep(500 * time.Millisecond) // S1 processes S2's old tasks
+	s1.close()
+	close(release)
+	g.waitFor("S2 to run every task", func() bool { return len(s2.active) == len(g.stateful) })
+	s2.resume() // only now: a zombie processes its tasks until it rejoins
+	require.Equal(t, int32(1), hits.Load(), "JoinGroups held past the session timeout")
+
+	g.mu.Lock()
+	newID, _ := s2.cl.GroupMetadata()
+	require.NotEqual(t, oldID, newID, "S2's member ID: the coordinator dropped it")
+	for _, task := range slices.Sorted(maps.Keys(s2.active)) {
+		assert.Equal(t, newID, s2.startedAs[task], "the member ID S2 started %s under", task)
+	}
+	g.mu.Unlock()
+	g.finish()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for key, offsets := range g.processed {
+		for off, ps := range offsets {
+			if i := slices.IndexFunc(ps, func(p processing) bool { return p.member == "S1" }); i >= 0 && i < len(ps)-1 {
+				assert.Failf(t, "record processed again", "record %s@%d processed by S1, which committed it, then again: %v", key, off, ps)
+			}
+		}
+	}
+}

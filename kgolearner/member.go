@@ -194,6 +194,25 @@ func (b *Balancer) releaseLearned(ctx context.Context, cl *kgo.Client) {
 // assignment's hooks, stops before starts.
 func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added map[string][]int32) {
 	b.mu.Lock()
+	var reset []string
+	if b.synced != nil && b.memberID != "" && memberIDOf(cl) != b.memberID {
+		// The member rejoined under a new ID (its JoinGroup came after
+		// the coordinator dropped it), and kept some tasks it ran under
+		// the old one: PartitionsRevoked lost only those it no longer
+		// has. In between the group may have run them elsewhere and
+		// committed further, while kgo, which never saw them go, kept
+		// their cursors where the member was: they are lost too, and
+		// start again below from the group's committed offsets. Only
+		// those whose cursors moved there: one without a commit, or
+		// whose fetch failed, runs on from its cursor, since a lost
+		// instance's work is dropped and nothing would redo it.
+		stale := slices.Collect(maps.Keys(b.running))
+		b.mu.Unlock()
+		b.sort(stale)
+		reset = b.seekCommitted(ctx, cl, stale)
+		b.lose(cl, reset)
+		b.mu.Lock()
+	}
 	as, ch := b.synced, b.changes
 	b.synced = nil
 	if as == nil {
@@ -218,7 +237,7 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added
 		runs[t] = true
 		if !b.running[t] {
 			start = append(start, t)
-			if !b.topo.allPartitions(b.topo.index(t), addedSet) {
+			if !b.topo.allPartitions(b.topo.index(t), addedSet) && !slices.Contains(reset, t) {
 				kept = append(kept, t)
 			}
 		}
@@ -356,9 +375,10 @@ func (b *Balancer) lose(cl *kgo.Client, tasks []string) {
 // another member may have run the tasks since and committed further. Where
 // the group has no committed offset, or the fetch fails within the commit
 // timeout, the cursor stays: records after it run again, none is skipped.
-func (b *Balancer) seekCommitted(ctx context.Context, cl *kgo.Client, tasks []string) {
+// It returns the tasks all of whose cursors it set.
+func (b *Balancer) seekCommitted(ctx context.Context, cl *kgo.Client, tasks []string) (sought []string) {
 	if cl == nil || len(tasks) == 0 {
-		return
+		return nil
 	}
 	group, _ := cl.OptValue(kgo.ConsumerGroup).(string)
 	parts := b.topo.partitionMap(tasks)
@@ -376,6 +396,7 @@ func (b *Balancer) seekCommitted(ctx context.Context, cl *kgo.Client, tasks []st
 		return
 	}
 	seek := map[string]map[int32]kgo.EpochOffset{}
+	set := map[topicPartition]bool{}
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			if kerr.ErrorForCode(rp.ErrorCode) != nil || rp.Offset < 0 {
@@ -385,9 +406,16 @@ func (b *Balancer) seekCommitted(ctx context.Context, cl *kgo.Client, tasks []st
 				seek[rt.Topic] = map[int32]kgo.EpochOffset{}
 			}
 			seek[rt.Topic][rp.Partition] = kgo.EpochOffset{Epoch: rp.LeaderEpoch, Offset: rp.Offset}
+			set[topicPartition{rt.Topic, rp.Partition}] = true
 		}
 	}
 	cl.SetOffsets(seek)
+	for _, t := range tasks {
+		if b.topo.allPartitions(b.topo.index(t), set) {
+			sought = append(sought, t)
+		}
+	}
+	return sought
 }
 
 // start starts tasks and resumes their partitions' fetches.
