@@ -340,6 +340,43 @@ func TestLeaderFallsBackOnOwnedPartitions(t *testing.T) {
 	assert.Equal(t, []string{"0_0", "0_1", "0_2"}, tags["S1"].Assigned, "S1's active tasks")
 }
 
+// TestLeaderWithholdsFromUndecodedOwner: S1's user data does not decode (a
+// member of another topology in a rolling upgrade), so it never reads a
+// learned tag and never releases a task. When S2's learner of 0_0 is ready,
+// S1 must not keep 0_0 for a release that never comes, which would defer the
+// move at every rebalance while S2's member, reported ready and not
+// promoted, rejoins at once after each: nobody runs it for one generation,
+// S1's kgo revokes its partitions, and the follow-up rebalance promotes S2.
+func TestLeaderWithholdsFromUndecodedOwner(t *testing.T) {
+	b := newTestBalancer(t, testTopology)
+	other := newTestBalancer(t, []Subtopology{{Topics: []string{"orders", "payments"}, Partitions: 3, Stateful: true}})
+	for _, tc := range []struct {
+		name     string
+		userData []byte
+	}{{"garbage", []byte("garbage")}, {"another topology", other.encodeMember(t, learner.MemberMetadata{})}} {
+		name, userData := tc.name, tc.userData
+		ready := b.encodeMember(t, learner.MemberMetadata{Learning: []string{"0_0"}, Ready: []string{"0_0"}})
+		parts, tags, round := b.balance(t, []kmsg.JoinGroupResponseMember{
+			b.joinMember("S1", userData, everything),
+			b.joinMember("S2", ready, nil),
+		}, testCounts)
+		require.Equal(t, 1, round.Undecoded, "%s: Round.Undecoded", name)
+		assert.Contains(t, round.Withheld, "0_0", "%s: Round.Withheld", name)
+		assert.NotContains(t, tags["S1"].Assigned, "0_0", "%s: S1's active tasks: kept for a release S1 never makes", name)
+		assert.NotContains(t, parts["S1"]["orders"], int32(0), "%s: S1's partitions", name)
+		assert.Contains(t, tags["S2"].Learning, "0_0", "%s: S2's learning", name)
+		assert.Empty(t, parts["S2"], "%s: S2's partitions while S1 owns them", name)
+
+		// The follow-up: S1 revoked 0_0's partitions.
+		parts, tags, round = b.balance(t, []kmsg.JoinGroupResponseMember{
+			b.joinMember("S1", userData, map[string][]int32{"orders": {1, 2}, "payments": {1, 2}, "clicks": {0, 1}}),
+			b.joinMember("S2", ready, nil),
+		}, testCounts)
+		assert.Contains(t, tags["S2"].Assigned, "0_0", "%s: S2's active tasks in the follow-up", name)
+		assert.Equal(t, []int32{0}, parts["S2"]["orders"], "%s: S2's orders partitions in the follow-up", name)
+	}
+}
+
 // TestLeaderToleratesContradictions: a member whose user data contradicts
 // its owned partitions and a zombie still claiming partitions that moved on
 // do not fail the rebalance, steal tasks or hold up their current owner.

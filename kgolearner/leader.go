@@ -55,6 +55,7 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 				mm = learner.IndexedMember{}
 			}
 			round.Undecoded++
+			c.undecoded[m] = true
 		}
 		// Active tasks travel as the partitions the member owns (see
 		// JoinGroupMetadata): it runs them, except those it gave up at
@@ -261,6 +262,11 @@ type claims struct {
 	// strays is set when a member owns a partition of no task (a topic or
 	// partition the topology lacks): no assignment gives it back.
 	strays bool
+	// undecoded is, per member, whether the leader could not read its
+	// user data (another topology or wire version, or no learner at all):
+	// such a member does not read learned tags either, so it never
+	// releases a task at a join.
+	undecoded []bool
 }
 
 // taskClaims is one task's claims. Reading the claims touches each task
@@ -328,7 +334,7 @@ type claimsBuilder struct {
 func (t *topology) newClaims(members int, s *scratch) *claimsBuilder {
 	nt := len(t.tasks)
 	s.task = zeroed(s.task, nt+1)
-	c := &claims{gen: make([]int32, members), task: s.task, wholeAt: make([]int32, members+1)}
+	c := &claims{gen: make([]int32, members), task: s.task, wholeAt: make([]int32, members+1), undecoded: make([]bool, members)}
 	cb := &claimsBuilder{t: t, c: c, s: s, claimed: emptied(s.claimed, nt), claimedAt: make([]int32, members+1)}
 	if t.nParts > nt {
 		cb.partSeen, cb.owned = make([]int32, t.nParts), make([]int32, nt)
@@ -576,10 +582,16 @@ func byID[T, U any](in []T, conv func(T) (U, error)) ([]U, error) {
 // moves it. The keeper must own all the task's partitions, or be its only
 // claimer: one owning some of them would be sent the others, which another
 // member may own (members of another topology split a task's topics between
-// tasks). When no member can keep the task (only stale claims of a zombie,
-// KIP-792, or claims of some of its partitions by several members hold it),
-// nobody runs it for one generation: its claimers lose its partitions, and
-// kgo's follow-up rebalance assigns it. Either way the task is deferred. A member that owns
+// tasks). A member whose user data the leader could not read cannot keep
+// it either: it ignores the learned tag and would never release the task,
+// and a learner reported ready and deferred again at every rebalance makes
+// its member rejoin at once, a rebalance after another through a rolling
+// upgrade. When no member can keep the task (only stale claims of a zombie,
+// KIP-792, claims of some of its partitions by several members, or claims
+// of undecoded members hold it), nobody runs it for one generation: its
+// claimers lose its partitions (kgo's cooperative revoke, which commits
+// them), and kgo's follow-up rebalance assigns it. Either way the task is
+// deferred. A member that owns
 // a whole task by a current claim keeps it whoever else claims it: that
 // creates no new overlap; so does a member given a task that nobody else
 // claims.
@@ -624,7 +636,7 @@ func (b *Balancer) handOver(c *claims, in *activeIn, memberOf []int32, out []lea
 			}
 			h.deferred[t], touched[i] = withheld, true // i learns the task instead of running it
 			k := slices.IndexFunc(cs, func(m int32) bool {
-				return m != mi && c.current(m, int(t)) && (c.ownsWhole(m, t) || len(cs) == 1)
+				return m != mi && !c.undecoded[m] && c.current(m, int(t)) && (c.ownsWhole(m, t) || len(cs) == 1)
 			})
 			if k < 0 {
 				continue // nobody can keep it: withheld
