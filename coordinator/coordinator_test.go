@@ -309,6 +309,8 @@ func TestApplyRefusesResponseItCannotReport(t *testing.T) {
 		{"malformed", Response{MemberID: "S1", Epoch: 1, Active: []string{"T 1"}, HeartbeatInterval: time.Second}},
 		{"empty ID", Response{MemberID: "S1", Epoch: 1, Learning: []string{"T1"}, Standby: []string{""}, HeartbeatInterval: time.Second}},
 		{"repeated active", Response{MemberID: "S1", Epoch: 1, Active: []string{"T1", "T1"}, HeartbeatInterval: time.Second}},
+		// A heartbeat of epoch 0 is a join, and a joining member runs nothing.
+		{"tasks at epoch 0", Response{MemberID: "S1", Epoch: 0, Learning: []string{"T1"}, HeartbeatInterval: time.Second}},
 		// Not about the next heartbeat's report but when it goes: zero
 		// would heartbeat in a busy loop.
 		{"no heartbeat interval", Response{MemberID: "S1", Epoch: 1, Active: []string{"T1"}}},

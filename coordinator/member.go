@@ -90,10 +90,10 @@ func (m *Member) Active() []string { return m.worker().Active() }
 // promotion that continues from the replayed state; Shutdown when a leaving
 // member has nothing left to run). A response older than the member's epoch
 // changes nothing. A response for another member, with an epoch beyond
-// MaxEpoch, a malformed task ID or a task in two roles (which the member's
-// next heartbeat could not report), or with a heartbeat interval out of
-// range (see Response) is an error wrapping ErrInvalidResponse and changes
-// nothing.
+// MaxEpoch, tasks at epoch 0, a malformed task ID or a task in two roles
+// (which the member's next heartbeat could not report), or with a heartbeat
+// interval out of range (see Response) is an error wrapping
+// ErrInvalidResponse and changes nothing.
 func (m *Member) Apply(r Response) (learner.Changes, error) {
 	if r.Epoch < m.epoch && r.MemberID == m.ID() {
 		return learner.Changes{}, nil
@@ -106,6 +106,10 @@ func (m *Member) Apply(r Response) (learner.Changes, error) {
 		switch {
 		case r.Epoch > MaxEpoch:
 			problem = fmt.Sprintf("epoch beyond %d", int64(MaxEpoch))
+		case r.Epoch == 0 && len(r.Active)+len(r.Learning)+len(r.Standby) > 0:
+			// A heartbeat of epoch 0 is a join, which validate refuses
+			// with tasks: every later one would be refused.
+			problem = "tasks at epoch 0 (a joining member runs nothing)"
 		case max(len(r.Active), len(r.Learning), len(r.Standby)) > maxList:
 			problem = fmt.Sprintf("a task list longer than %d", maxList)
 		case r.HeartbeatInterval <= 0 || r.HeartbeatInterval > maxSessionTimeout:
