@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/learnertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -387,4 +388,25 @@ func TestUnreadyWithdrawsReadiness(t *testing.T) {
 	}
 	assert.Contains(t, s1.Active(), task, "S1 keeps %s: its learner on S2 withdrew its readiness (target %v)", task, c2.Target())
 	assert.Equal(t, []string{task}, s2.Heartbeat().Learning, "S2 still learns %s", task)
+}
+
+// TestHeartbeatCapacity: a heartbeat may report any capacity
+// learner.MemberMetadata takes (Heartbeat.Capacity refers to it), up to
+// learner.MaxCapacity, and one beyond it is refused with its range.
+func TestHeartbeatCapacity(t *testing.T) {
+	c := twoTaskCoordinator(t, true)
+	s1 := NewMember("S1")
+	s1.SetCapacity(learner.MaxCapacity, "")
+	beatApply(t, c, t0, s1)
+	beatApply(t, c, t0, s1)
+	assert.Equal(t, []string{"T1", "T2"}, s1.Active(), "S1 of capacity learner.MaxCapacity runs the tasks")
+
+	for _, capacity := range append(learnertest.OutOfRangeCapacities, -1) {
+		hb := NewMember("S2").Heartbeat()
+		hb.Capacity = capacity
+		_, err := c.Heartbeat(t0, hb)
+		require.ErrorIs(t, err, ErrInvalidHeartbeat, "capacity %d", capacity)
+		assert.ErrorContains(t, err, fmt.Sprintf("capacity %d out of range [0, %d]", capacity, learner.MaxCapacity))
+	}
+	assert.Equal(t, []string{"S1"}, c.Members(), "a refused heartbeat adds no member")
 }

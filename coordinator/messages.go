@@ -121,9 +121,8 @@ type Response struct {
 const (
 	// MaxEpoch bounds epochs and heartbeat sequence numbers: exact in JSON
 	// (float64) and far from overflow.
-	MaxEpoch    = 1 << 53
-	maxCapacity = 1 << 20
-	maxList     = 1 << 24
+	MaxEpoch = 1 << 53
+	maxList  = 1 << 24
 	// maxSessionTimeout bounds Config.SessionTimeout, and so every
 	// heartbeat interval a response may carry.
 	maxSessionTimeout = 24 * time.Hour
@@ -170,8 +169,10 @@ func validate(hb Heartbeat) error {
 		return heartbeatErr(hb, "epoch %d out of range [0, %d]", hb.Epoch, int64(MaxEpoch))
 	case hb.Seq < 0 || hb.Seq > MaxEpoch:
 		return heartbeatErr(hb, "seq %d out of range [0, %d]", hb.Seq, int64(MaxEpoch))
-	case hb.Capacity < 0 || hb.Capacity > maxCapacity:
-		return heartbeatErr(hb, "capacity %d out of range [0, %d]", hb.Capacity, maxCapacity)
+	case hb.Capacity < 0 || hb.Capacity > learner.MaxCapacity:
+		// learner.MemberMetadata's bound, as Capacity's doc says: Assign
+		// does the only arithmetic on it.
+		return heartbeatErr(hb, "capacity %d out of range [0, %d]", hb.Capacity, learner.MaxCapacity)
 	case hb.Rack != "" && !learner.ValidID(hb.Rack):
 		return heartbeatErr(hb, "malformed rack %s", errtext.Quote(hb.Rack))
 	case hb.Replaces != "" && (hb.Epoch != 0 || !learner.ValidID(hb.Replaces) || hb.Replaces == hb.MemberID):
