@@ -103,8 +103,9 @@ type Coordinator struct {
 	// when a heartbeat under them stops being refused: a late copy of a join
 	// would otherwise bring back, as a member that runs nothing, an
 	// incarnation that is over. Kept for a session timeout, then forgotten
-	// (Tick), so it holds at most the members removed in the last session
-	// timeout.
+	// (Tick), so it holds the members removed in the last session timeout
+	// and, up to Config.MaxMembers entries in all, IDs never heard of
+	// (buryUnknown).
 	buriedUntil map[string]time.Time
 	// nextExpiry is when the earliest session expiry or burial end that
 	// Tick's last scan found is due (zero: none was pending), so that Tick,
@@ -375,7 +376,7 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 		if m != nil {
 			c.remove(m)
 		} else {
-			c.bury(hb.MemberID) // its join may still be on its way
+			c.buryUnknown(hb.MemberID) // its join may still be on its way
 		}
 		return Response{MemberID: hb.MemberID, Epoch: hb.Epoch, Shutdown: true, HeartbeatInterval: c.cfg.HeartbeatInterval}, nil
 	case m == nil && c.buried(hb.MemberID):
@@ -392,7 +393,7 @@ func (c *Coordinator) Heartbeat(now time.Time, hb Heartbeat) (Response, error) {
 		} else if hb.Replaces != "" {
 			// Over all the same, though never heard of (its join may still
 			// be on its way, or heard only by a previous coordinator).
-			c.bury(hb.Replaces)
+			c.buryUnknown(hb.Replaces)
 		}
 		m = c.add(hb)
 	case m == nil:
@@ -475,6 +476,17 @@ func (c *Coordinator) remove(m *member) {
 // one that never heartbeats: it is given tasks it never runs until its
 // session expires, which delays them but never runs one twice.
 func (c *Coordinator) bury(id string) { c.buriedUntil[id] = c.now.Add(c.cfg.SessionTimeout) }
+
+// buryUnknown buries the ID of a member never heard of, named by a Leave or
+// a Replaces, unless Config.MaxMembers IDs are buried already: anyone can
+// send those, and a flood of new IDs would grow the burials without bound.
+// Past the limit the ID is not kept, and a late join under it adds a member
+// that runs nothing, which its session timeout then drops.
+func (c *Coordinator) buryUnknown(id string) {
+	if len(c.buriedUntil) < c.cfg.MaxMembers {
+		c.bury(id)
+	}
+}
 
 // buried reports whether heartbeats under id are refused.
 func (c *Coordinator) buried(id string) bool {

@@ -410,3 +410,23 @@ func TestHeartbeatCapacity(t *testing.T) {
 	}
 	assert.Equal(t, []string{"S1"}, c.Members(), "a refused heartbeat adds no member")
 }
+
+// TestUnknownBurialsBounded: Leave and Replaces naming IDs never heard of
+// bury them, so that their late joins are fenced, but anyone can send new
+// ones: the burials stop growing at Config.MaxMembers, while a member
+// that does leave is still buried.
+func TestUnknownBurialsBounded(t *testing.T) {
+	c, err := New([]learner.Task{{ID: "T1", Stateful: true}}, Config{MaxMembers: 3, FreshGroup: true})
+	require.NoError(t, err)
+	for i := range 100 {
+		_, err := c.Heartbeat(t0, Heartbeat{MemberID: fmt.Sprintf("L%d", i), Leave: true})
+		require.NoError(t, err, "Leave of a stranger")
+		_, err = c.Heartbeat(t0, Heartbeat{MemberID: fmt.Sprintf("J%d", i), Replaces: fmt.Sprintf("R%d", i)})
+		require.NoError(t, err, "join replacing a stranger")
+		_, err = c.Heartbeat(t0, Heartbeat{MemberID: fmt.Sprintf("J%d", i), Leave: true})
+		require.NoError(t, err, "Leave of a member")
+	}
+	assert.LessOrEqual(t, len(c.buriedUntil), 3+100, "burials after 100 strangers' Leaves and Replaces, and 100 members' Leaves")
+	_, err = c.Heartbeat(t0, Heartbeat{MemberID: "J99"})
+	assert.ErrorIs(t, err, ErrFenced, "a late join of a member that left")
+}
