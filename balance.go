@@ -238,14 +238,20 @@ type balancePlan struct {
 	shed   shedder // each donor's movable tasks
 	donors donorQueue
 	recv   memberQueue
+	// placedBy lists, by owner, the stateful tasks placed this round that
+	// nobody learns (takePlaced); placedNext[m] is m's next one to look
+	// at. Nil until a donor first runs out of other tasks.
+	placedBy   csr
+	placedNext []int32
 }
 
 // balance moves tasks from heavy to light staying members until no move
 // lowers the imbalance (rule 7). A donor gives, in order: a task the
 // receiver has local state for, smallest reported lag first, then standbys
 // (rule 8); a stateless task (it moves for free); its first task in
-// topology order. Tasks that already move this round, and
-// learners, never move again: no half-way bounce.
+// topology order; last, a stateful task it was given this round, which it
+// now runs (takePlaced). Learners, and tasks that already move this round,
+// never move again: no half-way bounce.
 func (g *group) balance() {
 	if g.staying < 2 {
 		return
@@ -361,6 +367,9 @@ func (p *balancePlan) run() {
 		p.shed.settle(l)
 		t, sub := p.shed.take(h, l)
 		if t == none {
+			t, sub = p.takePlaced(h)
+		}
+		if t == none {
 			p.donors.remove(h)
 			continue
 		}
@@ -378,6 +387,64 @@ func (p *balancePlan) run() {
 		}
 		p.recv.fix(l)
 	}
+}
+
+// takePlaced returns, with its subtopology, a stateful task h was given
+// this round that nobody learns (an orphan its warm copy took, a task its
+// learner was promoted to), for h to give through a learner when it has
+// nothing else to give; none if it has none or the learner budget is
+// spent. The task stays active on h until its new learner is ready, so it
+// is not a half-way bounce. Without it, a warm member that took many
+// orphans or promotions at once kept them all: an assignment without a
+// learner, unbalanced, and with Workers nobody rejoins to balance it.
+func (p *balancePlan) takePlaced(h int32) (t, sub int32) {
+	if !p.placed || !p.canLearn() {
+		return none, none
+	}
+	if p.placedNext == nil {
+		p.listPlaced()
+	}
+	row := p.placedBy.row(h)
+	for i := p.placedNext[h]; int(i) < len(row); i++ {
+		if t := row[i]; p.learner[t] == none {
+			p.placedNext[h] = i + 1
+			sub = none
+			if p.spread.on {
+				sub = p.sub[t]
+			}
+			return t, sub
+		}
+	}
+	p.placedNext[h] = int32(len(row))
+	return none, none
+}
+
+// listPlaced lists, by owner, the stateful tasks placed this round (fixed)
+// that have an owner and nobody learns, in topology order.
+func (p *balancePlan) listPlaced() {
+	n, s := len(p.load), p.scratch
+	p.placedNext = s.int32s.make(n)
+	start := s.int32s.make(n + 1)
+	listed := func(t int, o int32) bool {
+		return o != none && p.fixed[t] && p.learner[t] == none && p.isStateful(int32(t))
+	}
+	for t, o := range p.owner {
+		if listed(t, o) {
+			start[o+1]++
+		}
+	}
+	for m := range n {
+		start[m+1] += start[m]
+	}
+	items := s.int32s.make(int(start[n]))
+	for t, o := range p.owner {
+		if listed(t, o) {
+			items[start[o]+p.placedNext[o]] = int32(t)
+			p.placedNext[o]++
+		}
+	}
+	clear(p.placedNext) // from counts back to cursors
+	p.placedBy = csr{start: start, items: items}
 }
 
 // worthMoving reports whether moving one task from h to l lowers the imbalance.

@@ -56,7 +56,7 @@ type group struct {
 	// tasks a key per task was 16 MB per call.
 	keyAt       []int32
 	learnerKeys []learnerKey
-	fixed       []bool // placed this round: not to be moved again
+	fixed       []bool // placed this round: not to be moved again (but see takePlaced)
 	// owned counts the tasks ingest found a holder for, and placed
 	// records whether setOwner ever ran: two passes over every task
 	// (placeOrphans' search for ownerless tasks, heldIsPlanned's for a

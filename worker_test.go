@@ -441,3 +441,55 @@ func BenchmarkWorkerLongLists(b *testing.B) {
 		require.NoError(b, err)
 	}
 }
+
+// TestWorkersRebalanceUntilBalancedAfterCrash: a group of Workers
+// rebalances only when a member joins, leaves, crashes or reports a
+// learner ready (ShouldRejoin), so an assignment without learners is the
+// last one until something else happens, and must be balanced. S2
+// (capacity 8) runs all four tasks and S1 keeps their standbys; S2
+// crashes as S3 joins. S1 takes the orphans at once (its standbys are
+// their warmest copies), and two of them must start moving to S3 in the
+// same assignment: otherwise S1 runs four tasks and S3 none, and no
+// member ever rejoins to change that.
+func TestWorkersRebalanceUntilBalancedAfterCrash(t *testing.T) {
+	tasks := []Task{{"T1", true}, {"T2", true}, {"T3", true}, {"T4", true}}
+	opts := Options{Standbys: 1}
+	a, err := New(tasks, opts)
+	require.NoError(t, err)
+	capacity := map[string]int{"S1": 1, "S2": 8, "S3": 1}
+	round := func(ws []*Worker) []Assignment {
+		t.Helper()
+		var ms []MemberMetadata
+		for _, w := range ws {
+			m := w.Join()
+			m.Capacity = capacity[w.ID()]
+			ms = append(ms, m)
+		}
+		as, err := a.Assign(ms)
+		require.NoError(t, err)
+		vs := learnertest.Check(tasks, opts, ms, as)
+		require.Empty(t, vs, "breaks rules:\n%s", learnertest.FormatViolations(vs))
+		for i, w := range ws {
+			_, err := w.Apply(as[i])
+			require.NoError(t, err)
+			for _, id := range as[i].Learning {
+				w.Restored(id) // every learner replays before the next rebalance
+			}
+		}
+		return as
+	}
+	s1, s2 := NewWorker("S1", RejoinStable), NewWorker("S2", RejoinStable)
+	as := round([]*Worker{s1, s2})
+	require.Equal(t, "S1(assigned: [], revoked: [], learning: [], standby: [T1, T2, T3, T4])\n"+
+		"S2(assigned: [T1, T2, T3, T4], revoked: [], learning: [])\n", FormatAssignments(as), "the group before the crash")
+
+	ws := []*Worker{s1, NewWorker("S3", RejoinStable)} // S2 crashes, S3 joins
+	as = round(ws)
+	for n := 0; slices.ContainsFunc(ws, func(w *Worker) bool { return w.ShouldRejoin(t0) }); n++ {
+		require.Less(t, n, 5, "the group keeps rebalancing:\n%s", FormatAssignments(as))
+		as = round(ws)
+	}
+	for _, x := range as {
+		assert.Len(t, x.Assigned, 2, "%s runs %v when no member rejoins any more:\n%s", x.MemberID, x.Assigned, FormatAssignments(as))
+	}
+}

@@ -238,12 +238,31 @@ func Check(tasks []learner.Task, opts learner.Options, in []learner.MemberMetada
 }
 
 // freeToBalance reports whether Assign may move any task of the input, so
-// that an output without learners must be balanced (imbalance() == ""): no
-// learners (promoted and kept tasks are not moved again in the same call),
-// no leaving member holding tasks (hand-over goes to a warm member first),
-// no orphan with local state somewhere (it goes to that member at once,
-// whatever its load).
+// that an output without learners must be balanced (imbalance() == ""). A
+// stateful task can always start moving through a learner, even one
+// promoted or given to a warm member in the same call (when its owner has
+// nothing else to give); a stateless task moves once per call, so none may
+// be placed by something other than load: a stateless task with a learner
+// (it goes to the learner), a stateless orphan with local state somewhere
+// or a leaving member's stateless task (each goes to a warm member first).
 func freeToBalance(v *inputView) bool {
+	for t, o := range v.owner {
+		switch {
+		case v.tasks[t].Stateful:
+		case len(v.learners[t]) > 0,
+			o < 0 && len(v.warm[t]) > 0,
+			o >= 0 && v.members[o].Leaving:
+			return false
+		}
+	}
+	return true
+}
+
+// settledInput reports whether nothing was under way at join: no learner,
+// no leaving member holding tasks, no orphan with local state somewhere. A
+// promotion leaves its old owner caught-up copies as extra standbys until
+// the new ones catch up (warm-copies), which can take it past the band.
+func settledInput(v *inputView) bool {
 	for _, m := range v.members {
 		if len(m.Learning) > 0 || m.Leaving && len(m.Assigned)+len(m.Revoked) > 0 {
 			return false
@@ -799,9 +818,9 @@ const minBandExpected = 2
 //     learned its owner may not hold a standby of it and its learner is
 //     not yet its owner, so during a hand-over of most of one member's
 //     tasks no placement keeps every member in the band;
-//   - Assign was free to balance (freeToBalance): promotions, orphans
-//     given to their learner or to a member with their state, and
-//     hand-overs are not moved again in the same call;
+//   - Assign was free to balance (freeToBalance): a stateless task placed
+//     other than by load is not moved again in the same call;
+//   - nothing was under way at join (settledInput);
 //   - all staying members of equal capacity, or no standbys (with unequal
 //     capacities the standbys of a big member's tasks can only go to small
 //     ones);
@@ -814,7 +833,7 @@ const minBandExpected = 2
 //
 // The band itself is rounded outward to whole tasks (see outputView).
 func bandApplies(v *inputView, out []learner.Assignment) bool {
-	if hasLearners(out) || !freeToBalance(v) || v.staying < v.opts.Standbys+2 {
+	if hasLearners(out) || !freeToBalance(v) || !settledInput(v) || v.staying < v.opts.Standbys+2 {
 		return false
 	}
 	var total, capTotal, minCap, maxCap int64

@@ -77,8 +77,9 @@
 //	              expected load of at least 2 tasks
 //	balanced      an output without learners is balanced (no single move
 //	              of a task lowers the sum of load²/capacity), where Assign
-//	              was free to move every task: no learners, no leaving
-//	              member holding tasks, no orphan with local state
+//	              was free to move every task: no stateless task learned,
+//	              held by a leaving member, or ownerless with local state
+//	              somewhere (a stateless task moves once per call)
 //
 // CheckAssign adds the rules that need more calls to Assign (error,
 // mutated, deterministic, permutation, fixed-point). CheckRound checks the

@@ -236,9 +236,9 @@ func (s *History) logf(format string, args ...any) {
 // can place every learner the group needs (a clean start: members joined a
 // settled group), the last promotion is at 1+k and the fixed point at k+2
 // (the design's Scale Up walkthrough: k = 2 there, 4 rebalances). After
-// arbitrary changes rebalance 1 may not be able to: a task it gives an
-// orphan's warm member, or promotes, is not moved again in the same
-// rebalance, and a learner kept from before pins its member's load.
+// arbitrary changes rebalance 1 may not be able to: a stateless task it
+// gives an orphan's warm member is not moved again in the same rebalance,
+// and a learner kept from before pins its member's load.
 // Learners from before rebalance 1 are promoted by rebalance k, so the
 // balancing learners are placed by k+1 (by 2 for an orphan), promoted by
 // 2k+1, and the fixed point is at 2k+2.
