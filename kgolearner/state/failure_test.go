@@ -14,6 +14,7 @@ import (
 	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/learnerassignor/learner/kgolearner/state"
 	"github.com/learnerassignor/learner/kgolearner/state/boltstore"
+	"github.com/learnerassignor/learner/kgolearner/state/countapp"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -621,4 +622,47 @@ func TestEndOffsetsErrorsNameThePackage(t *testing.T) {
 	_, err = state.EndOffsets(ctx, cl, map[string][]int32{"in": {1}})
 	require.ErrorIs(t, err, context.Canceled)
 	require.True(t, strings.HasPrefix(err.Error(), "state: "), "error %q does not name the package", err)
+}
+
+// badCheckpointStores opens memory stores whose Checkpoint returns cp, as
+// a Store implementation with a bug may.
+type badCheckpointStores struct {
+	state.MemoryStores
+	cp state.Checkpoint
+}
+
+type badCheckpointStore struct {
+	state.Store
+	cp state.Checkpoint
+}
+
+func (s *badCheckpointStores) Open(task string) (state.Store, error) {
+	st, err := s.MemoryStores.Open(task)
+	return badCheckpointStore{st, s.cp}, err
+}
+
+func (s badCheckpointStore) Checkpoint() (state.Checkpoint, error) { return s.cp, nil }
+
+// A store whose checkpoint holds a negative offset stops Run with ErrStore
+// naming the task and the offset. kgo reads a changelog offset of -1 as
+// the changelog's end: the task restored nothing and never caught up.
+func TestNegativeCheckpointStopsRun(t *testing.T) {
+	for name, c := range map[string]struct {
+		cp   state.Checkpoint
+		want string
+	}{
+		"Changelog": {state.Checkpoint{Changelog: -1}, "task 0_1 checkpoint: changelog offset -1 is negative"},
+		"Input":     {state.Checkpoint{Input: map[string]int64{countapp.Input: -2}}, "task 0_1 checkpoint: offset -2 of input topic " + countapp.Input + " is negative"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := newApp(t, nil)
+			stores := &badCheckpointStores{cp: c.cp}
+			_, err := stores.MemoryStores.Open("0_1") // local: opened at start
+			require.NoError(t, err)
+			a.start("m1", stores)
+			err = a.runErr("m1")
+			require.ErrorIs(t, err, state.ErrStore)
+			require.ErrorContains(t, err, c.want)
+		})
+	}
 }

@@ -592,6 +592,9 @@ func (r *Runtime) open(t *task) error {
 		return fmt.Errorf("%w: open task %s: %w", ErrStore, t.id, err)
 	}
 	cp, err := s.Checkpoint()
+	if err == nil {
+		err = cp.check()
+	}
 	if err != nil {
 		s.Close()
 		return fmt.Errorf("%w: task %s checkpoint: %w", ErrStore, t.id, err)

@@ -27,7 +27,8 @@ type Store interface {
 	// Apply writes changes in order and records cp, all or nothing.
 	Apply(changes []Change, cp Checkpoint) error
 	// Checkpoint returns the checkpoint of the last Apply, or the zero
-	// Checkpoint for an empty store.
+	// Checkpoint for an empty store. Run refuses one with a negative
+	// offset (ErrStore).
 	Checkpoint() (Checkpoint, error)
 	// Clear drops every key and the checkpoint: the runtime restores the
 	// task from the start of its changelog.
@@ -60,6 +61,22 @@ type Checkpoint struct {
 	// whose effects are not in the store. A promoted or restarted task
 	// skips input records below it: their effects are already in its state.
 	Input map[string]int64
+}
+
+// check refuses a checkpoint with a negative offset, which a Store may
+// return: kgo reads a changelog offset of -1 as the changelog's end, so
+// the task would restore nothing, and an input offset below zero is no
+// position.
+func (cp Checkpoint) check() error {
+	if cp.Changelog < 0 {
+		return fmt.Errorf("changelog offset %d is negative", cp.Changelog)
+	}
+	for _, topic := range slices.Sorted(maps.Keys(cp.Input)) {
+		if cp.Input[topic] < 0 {
+			return fmt.Errorf("offset %d of input topic %s is negative", cp.Input[topic], topic)
+		}
+	}
+	return nil
 }
 
 // MarshalText encodes the checkpoint as "<changelog>" followed by
