@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +146,41 @@ func (c *cluster) refuseProduce(err *kerr.Error, fail func(n int) bool) {
 			return nil, nil, false
 		}
 		return state.RefusedProduce(kr, err.Code), nil, true
+	})
+}
+
+// refuseFetch answers from now on the Fetch requests of topic with err
+// for each of its partitions, as a broker whose ACLs deny the member
+// reading it does.
+func (c *cluster) refuseFetch(topic string, err *kerr.Error) {
+	c.t.Helper()
+	admin, aerr := kgo.NewClient(c.opts...)
+	require.NoError(c.t, aerr)
+	defer admin.Close()
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	meta.Topics = append(meta.Topics, mt)
+	mresp, aerr := meta.RequestWith(context.Background(), admin)
+	require.NoError(c.t, aerr)
+	id := mresp.Topics[0].TopicID // Fetch v13 names topics by ID
+	c.c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		i := slices.IndexFunc(req.Topics, func(rt kmsg.FetchRequestTopic) bool { return rt.Topic == topic || rt.TopicID == id })
+		if i < 0 {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = req.Topics[i].Topic, req.Topics[i].TopicID
+		for _, rp := range req.Topics[i].Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, err.Code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+		return resp, nil, true
 	})
 }
 

@@ -666,3 +666,23 @@ func TestNegativeCheckpointStopsRun(t *testing.T) {
 		})
 	}
 }
+
+// A changelog the member may not read (its ACLs deny Fetch, which nothing
+// at start asks for) stops Run with the broker's error, as at start,
+// naming the changelog partition. kgo returns such an error at every
+// fetch, at once: the restore loop reported it thousands of times a
+// second, and the tasks restoring never ran.
+func TestChangelogReadDeniedStopsRun(t *testing.T) {
+	topic := state.ChangelogTopic("g", 0)
+	c := newCluster(t, "in", topic)
+	c.produce(state.ChangelogRecord(topic, 1, []byte("k"), []byte("v"), map[string]int64{"in": 1}))
+	c.refuseFetch(topic, kerr.TopicAuthorizationFailed)
+	var errs atomic.Int64
+	done, _ := c.run(state.Config{Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Process:  func(*state.Context, *kgo.Record) error { return nil },
+		Observer: state.Observer{Error: func(error) { errs.Add(1) }}})
+	err := waitErr(t, done)
+	require.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
+	require.ErrorContains(t, err, "state: restore "+topic+" partition ")
+	require.Less(t, errs.Load(), int64(10), "Error events before Run returned")
+}

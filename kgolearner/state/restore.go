@@ -59,8 +59,14 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 				}
 				return
 			}
+			err = fmt.Errorf("state: restore %s partition %d: %w", topic, p, err)
+			if fatalCode(err) { // the task would never restore
+				r.fail(err)
+				failed = true
+				return
+			}
 			if ctx.Err() == nil {
-				r.observeError(fmt.Errorf("state: restore %s partition %d: %w", topic, p, err))
+				r.observeError(err)
 			}
 		})
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {

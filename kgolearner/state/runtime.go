@@ -580,6 +580,16 @@ func startRetriable(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || kgo.IsRetryableBrokerErr(err)
 }
 
+// fatalCode reports whether err carries a broker's error code that Kafka
+// marks not retriable (an authorization error, say), which stops Run at
+// once during its start (startRetriable) and once it runs: kgo returns
+// such a fetch error at every poll, at once, so a loop that reported it
+// and polled again would spin without ever progressing.
+func fatalCode(err error) bool {
+	_, ok := errors.AsType[*kerr.Error](err)
+	return ok && !kerr.IsRetriable(err)
+}
+
 // open opens the task's store, once.
 func (r *Runtime) open(t *task) error {
 	t.applyMu.Lock()
