@@ -686,3 +686,69 @@ func TestChangelogReadDeniedStopsRun(t *testing.T) {
 	require.ErrorContains(t, err, "state: restore "+topic+" partition ")
 	require.Less(t, errs.Load(), int64(10), "Error events before Run returned")
 }
+
+// An input topic the member may not read stops Run likewise, once the
+// poll's other records are processed and written: the poll loop reported
+// the error at every poll, thousands of times a second, while the group
+// counted the partitions as the member's.
+func TestInputReadDeniedStopsRun(t *testing.T) {
+	c := newCluster(t, "in", "other")
+	c.produce(&kgo.Record{Topic: "other", Partition: 0, Value: []byte("v")})
+	c.refuseFetch("in", kerr.TopicAuthorizationFailed)
+	var errs, processed atomic.Int64
+	done, _ := c.run(state.Config{Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2}, {Topics: []string{"other"}, Partitions: 2}},
+		Process:  func(*state.Context, *kgo.Record) error { processed.Add(1); return nil },
+		Observer: state.Observer{Error: func(error) { errs.Add(1) }}})
+	err := waitErr(t, done)
+	require.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
+	require.ErrorContains(t, err, "state: fetch in partition ")
+	require.Less(t, errs.Load(), int64(10), "Error events before Run returned")
+	admin, err := kgo.NewClient(c.opts...)
+	require.NoError(t, err)
+	defer admin.Close()
+	require.LessOrEqual(t, state.CommittedOffset(t, admin, "g", "other", 0), processed.Load(), "offset committed for other partition 0, against the records processed")
+}
+
+// A group error that kgo reports through the poll and recovers from, as a
+// session that expired (UNKNOWN_MEMBER_ID), does not stop Run: the member
+// joins again and processes on.
+func TestGroupErrorDoesNotStopRun(t *testing.T) {
+	c := newCluster(t, "in")
+	var expire atomic.Bool
+	c.c.ControlKey(int16(kmsg.Heartbeat), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		if !expire.CompareAndSwap(true, false) {
+			return nil, nil, false
+		}
+		resp := kr.(*kmsg.HeartbeatRequest).ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp, nil, true
+	})
+	processed, reported := make(chan struct{}, 2), make(chan struct{}, 1)
+	done, _ := c.run(state.Config{Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2}},
+		Process: func(*state.Context, *kgo.Record) error { processed <- struct{}{}; return nil },
+		Observer: state.Observer{Error: func(err error) {
+			if errors.Is(err, kerr.UnknownMemberID) {
+				select {
+				case reported <- struct{}{}:
+				default:
+				}
+			}
+		}}})
+	wait := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case err := <-done:
+			t.Fatalf("Run returned %v waiting for %s", err, what)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no %s after 20s", what)
+		}
+	}
+	c.produce(&kgo.Record{Topic: "in", Partition: 1})
+	wait(processed, "record processed")
+	expire.Store(true)
+	wait(reported, "Error event of the expired session")
+	c.produce(&kgo.Record{Topic: "in", Partition: 1})
+	wait(processed, "record processed after the session expired")
+}

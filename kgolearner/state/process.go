@@ -1,6 +1,7 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -170,13 +171,26 @@ func (r *Runtime) pollLoop(ctx context.Context) error {
 	}
 }
 
-// step activates caught-up tasks and processes one poll's records.
-func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) error {
+// step activates caught-up tasks and processes one poll's records. A
+// partition's fetch error code retrying cannot fix (fatalCode) is its
+// error once the poll's records are handled, which kgo counts as polled;
+// not a group's (kgo.ErrGroupSession, UNKNOWN_MEMBER_ID once the session
+// expired, say), which kgo reports through the poll too and recovers from
+// by joining again.
+func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) (err error) {
+	var refused error
 	fs.EachError(func(topic string, p int32, err error) {
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-			r.observeError(fmt.Errorf("state: fetch %s partition %d: %w", topic, p, err))
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return
 		}
+		err = fmt.Errorf("state: fetch %s partition %d: %w", topic, p, err)
+		if _, group := errors.AsType[*kgo.ErrGroupSession](err); !group && fatalCode(err) {
+			refused = cmp.Or(refused, err)
+			return
+		}
+		r.observeError(err)
 	})
+	defer func() { err = cmp.Or(err, refused) }()
 	r.activate(ctx)
 	start := time.Now()
 	batch := r.collect(fs)
@@ -184,7 +198,7 @@ func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) error {
 		r.paced(0, false)
 		return nil
 	}
-	err := r.process(ctx, batch)
+	err = r.process(ctx, batch)
 	if err == nil {
 		err = r.write(ctx, batch)
 	}
