@@ -316,9 +316,10 @@ func checkPolicies(ctx context.Context, cl *kgo.Client, topics []string, warn fu
 }
 
 // EndOffsets returns the end offset (high watermark) of each partition,
-// by topic and partition. A partition the response leaves out is an error:
-// read as zero, it would say a store is not behind. Errors wrap kgo's or
-// the broker's (a kerr.Error, such as kerr.UnknownTopicOrPartition).
+// by topic and partition. A partition the response leaves out, or gives a
+// negative offset, is an error: read as zero, it would say a store is not
+// behind. Errors wrap kgo's or the broker's (a kerr.Error, such as
+// kerr.UnknownTopicOrPartition).
 func EndOffsets(ctx context.Context, cl *kgo.Client, parts map[string][]int32) (map[string]map[int32]int64, error) {
 	return listOffsets(ctx, cl, parts, -1, "end")
 }
@@ -353,6 +354,10 @@ func listOffsets(ctx context.Context, cl *kgo.Client, parts map[string][]int32, 
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 				return nil, fmt.Errorf("state: %s offset of %s partition %d: %w", what, t.Topic, p.Partition, err)
+			}
+			if p.Offset < 0 {
+				// Lags and resets subtract and compare it.
+				return nil, fmt.Errorf("state: %s offset of %s partition %d is %d, not an offset", what, t.Topic, p.Partition, p.Offset)
 			}
 			if out[t.Topic] == nil {
 				out[t.Topic] = map[int32]int64{}

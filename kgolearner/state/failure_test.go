@@ -433,6 +433,28 @@ func TestEndOffsetsMissingPartition(t *testing.T) {
 	require.EqualError(t, err, "state: ListOffsets response without in partition 1")
 }
 
+// A ListOffsets response with a negative offset is an error too: as an end
+// offset it made every store look ahead of its changelog, reset at every
+// listing, and a lag of zero at the first join.
+func TestEndOffsetsNegative(t *testing.T) {
+	c := newCluster(t, "in")
+	c.c.ControlKey(int16(kmsg.ListOffsets), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		resp := kr.(*kmsg.ListOffsetsRequest).ResponseKind().(*kmsg.ListOffsetsResponse)
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = "in"
+		rp := kmsg.NewListOffsetsResponseTopicPartition()
+		rp.Partition, rp.Offset = 1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	cl, err := kgo.NewClient(c.opts...)
+	require.NoError(t, err)
+	defer cl.Close()
+	_, err = state.EndOffsets(context.Background(), cl, map[string][]int32{"in": {1}})
+	require.EqualError(t, err, "state: end offset of in partition 1 is -1, not an offset")
+}
+
 // closingStores are MemoryStores that count the stores open, and fail to
 // open the task failing.
 type closingStores struct {
