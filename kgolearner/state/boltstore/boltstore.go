@@ -32,9 +32,14 @@ var (
 
 const suffix = ".db"
 
+// errNoDir is the error of Stores without a Dir, which os reports as
+// "mkdir : no such file or directory".
+var errNoDir = errors.New("boltstore: Stores.Dir is empty")
+
 // Stores keeps one bbolt file per task in Dir.
 type Stores struct {
-	// Dir is the directory of the files; it is created if missing.
+	// Dir is the directory of the files; it is created if missing. It
+	// must be set: Open and Local refuse an empty one.
 	Dir string
 	// Sync makes every Apply fsync. Without it (the default) a process
 	// crash loses nothing, since the pages are in the OS's cache, but a
@@ -47,6 +52,9 @@ type Stores struct {
 // Open implements state.Stores. A file another process holds open fails
 // after a second, naming the file.
 func (s Stores) Open(task string) (state.Store, error) {
+	if s.Dir == "" {
+		return nil, errNoDir
+	}
 	if task == "" || strings.ContainsAny(task, `/\`) || strings.HasPrefix(task, ".") {
 		return nil, fmt.Errorf("boltstore: task %q is not a file name", task)
 	}
@@ -77,6 +85,9 @@ func (s Stores) Open(task string) (state.Store, error) {
 
 // Local implements state.Stores: the tasks with a file in Dir.
 func (s Stores) Local() ([]string, error) {
+	if s.Dir == "" {
+		return nil, errNoDir
+	}
 	entries, err := os.ReadDir(s.Dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -31,3 +31,13 @@ func TestOpenBadName(t *testing.T) {
 	_, err := boltstore.Stores{Dir: t.TempDir()}.Open("../x")
 	require.ErrorContains(t, err, `task "../x" is not a file name`)
 }
+
+// Stores without a Dir (its zero value) refuse to open or list, saying
+// so, rather than fail with "mkdir : no such file or directory" at the
+// first task the member starts.
+func TestNoDir(t *testing.T) {
+	_, err := boltstore.Stores{}.Open("0_1")
+	require.EqualError(t, err, "boltstore: Stores.Dir is empty")
+	_, err = boltstore.Stores{}.Local()
+	require.EqualError(t, err, "boltstore: Stores.Dir is empty")
+}
