@@ -216,17 +216,26 @@ func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) (err error) {
 		return nil
 	case ctx.Err() != nil:
 		return nil // stopped mid-batch, as a crash would
-	case errors.Is(err, errWrite) && !errors.Is(err, kerr.MessageTooLarge):
+	case errors.Is(err, errWrite) && !refusedAgain(err):
 		if r.failed.Err() == nil {
 			r.observeError(err) // the tasks restore what reached the changelog and go on
 		}
 		return nil // after fail: the poll loop returns its error
 	}
-	// A batch the broker refuses as too large (its max.message.bytes for
-	// the topic below the producer's kgo.ProducerBatchMaxBytes) would be
-	// refused again whenever its records are processed again: it stops
-	// Run, as checkSizes's error does.
 	return err
+}
+
+// refusedAgain reports whether a write failed with an error that writing
+// the same records again would meet: a batch too large for the broker (its
+// max.message.bytes for the topic below the producer's
+// kgo.ProducerBatchMaxBytes), or ACLs or credentials it refuses, as Run's
+// start does (kerr.TopicAuthorizationFailed, ClusterAuthorizationFailed,
+// SaslAuthenticationFailed). Such an error stops Run, as checkSizes's
+// does: the runtime would otherwise process the batch again and again,
+// and emit its output every time.
+func refusedAgain(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
+		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.SaslAuthenticationFailed)
 }
 
 // activate starts processing the active tasks that caught up with their
@@ -316,7 +325,7 @@ func (r *Runtime) writePending(ctx context.Context, t *task) (bool, error) {
 	}
 	if err := r.produce(ctx, recs); err != nil {
 		err = fmt.Errorf("state: task %s: write the %d records the changelog's last input record lacks: %w", t.id, len(recs), err)
-		if errors.Is(err, kerr.MessageTooLarge) {
+		if refusedAgain(err) {
 			r.fail(err)
 			return false, nil
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 var errBoom = errors.New("boom")
@@ -361,4 +362,39 @@ func TestChangesTooLargeForTheBrokerStopRun(t *testing.T) {
 		Process:       func(ctx *state.Context, _ *kgo.Record) error { return ctx.Put([]byte("k"), []byte("v")) },
 	})
 	require.ErrorIs(t, waitErr(t, done), kerr.MessageTooLarge)
+}
+
+// A changelog the member may not write (ACLs that deny it Produce) stops
+// Run with the broker's error, as at start: processing the batch again
+// would meet the same refusal. The member processed its batch again and
+// again, several times a second, and emitted its output every time.
+func TestChangelogWriteDeniedStopsRun(t *testing.T) {
+	c := newCluster(t, "in", "out")
+	c.produce(&kgo.Record{Topic: "in", Partition: 0})
+	out := c.c.TopicInfo("out").TopicID
+	c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		for _, rt := range kr.(*kmsg.ProduceRequest).Topics {
+			if rt.Topic == "out" || rt.TopicID == out { // Produce v13 names topics by ID
+				return nil, nil, false
+			}
+		}
+		return state.RefusedProduce(kr, kerr.TopicAuthorizationFailed.Code), nil, true
+	})
+	done, _ := c.run(state.Config{
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Process: func(ctx *state.Context, _ *kgo.Record) error {
+			ctx.Emit(&kgo.Record{Topic: "out", Partition: 0, Value: []byte("out")})
+			return ctx.Put([]byte("k"), []byte("v"))
+		},
+	})
+	err := waitErr(t, done)
+	require.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
+	require.ErrorContains(t, err, "state: write: changelog: ")
+	admin, err := kgo.NewClient(c.opts...)
+	require.NoError(t, err)
+	defer admin.Close()
+	ends, err := state.EndOffsets(context.Background(), admin, map[string][]int32{"out": {0}})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), ends["out"][0], "output records written for one input record")
 }

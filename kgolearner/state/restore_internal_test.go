@@ -267,6 +267,32 @@ func TestCompleteTooLargeStopsRun(t *testing.T) {
 	}
 }
 
+// Those records refused by the broker's ACLs stop Run too, as a batch's
+// do, rather than be refused at every poll.
+func TestCompleteDeniedStopsRun(t *testing.T) {
+	c, seed, _ := oneTopicCluster(t, "g-0-changelog")
+	c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return RefusedProduce(kr, kerr.TopicAuthorizationFailed.Code), nil, true
+	})
+	r, tk := openedTask(t)
+	var err error
+	r.cl, err = kgo.NewClient(seed, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer r.cl.Close()
+	r.readLimits()
+	tk.pending, tk.pendingPos = []Change{{Key: []byte("a"), Value: []byte("1")}}, []byte("in=1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.False(t, r.complete(ctx, tk), "complete with its write denied")
+	select {
+	case err := <-r.fatal:
+		require.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
+	default:
+		t.Fatal("complete with its write denied did not stop Run")
+	}
+}
+
 // A task activating that had caught up with its changelog and whose store
 // is then reset (the changelog lost records) is no longer caught up: it
 // restores again before it runs, rather than run on an empty store.
