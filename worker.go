@@ -348,8 +348,10 @@ func (w *Worker) SetLag(task string, lag int64) error {
 // Leave announces that the worker is to leave the group ("leaving soon"): it
 // rejoins so that the leader hands its tasks to learners, and it shuts down
 // once it has no active task left or, with a non-zero deadline, when the
-// deadline passes (time-bounded scale-down; its tasks then go to their
-// learners, which the leader puts first for ownerless tasks). A zero
+// deadline passes (time-bounded scale-down; its tasks then go at once to
+// their warmest copies, usually their learners: see rule 5 in
+// docs/rules.md, where a smaller reported lag, such as a caught-up
+// standby's, beats a learner still replaying). A zero
 // deadline waits for the hand-over however long it takes. Calling Leave
 // again replaces the deadline.
 func (w *Worker) Leave(deadline time.Time) {
