@@ -55,6 +55,22 @@ func newCluster(t *testing.T, topics ...string) *cluster {
 	return cl
 }
 
+// admin returns a client of the cluster for requests of the test's own,
+// closed when the test ends.
+func (c *cluster) admin() *kgo.Client {
+	cl, err := kgo.NewClient(c.opts...)
+	require.NoError(c.t, err)
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// endOffsets returns the end offsets of the partitions.
+func (c *cluster) endOffsets(parts map[string][]int32) map[string]map[int32]int64 {
+	ends, err := state.EndOffsets(context.Background(), c.admin(), parts)
+	require.NoError(c.t, err)
+	return ends
+}
+
 // produce writes recs, each to the partition it names.
 func (c *cluster) produce(recs ...*kgo.Record) {
 	c.t.Helper()
@@ -87,10 +103,7 @@ func (c *cluster) deleteRecords(topic string, partition int32, offset int64) int
 	dp.Partition, dp.Offset = partition, offset
 	dt.Partitions = append(dt.Partitions, dp)
 	del.Topics = append(del.Topics, dt)
-	admin, err := kgo.NewClient(c.opts...)
-	require.NoError(c.t, err)
-	defer admin.Close()
-	resp, err := del.RequestWith(context.Background(), admin)
+	resp, err := del.RequestWith(context.Background(), c.admin())
 	require.NoError(c.t, err)
 	require.NoError(c.t, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode), "DeleteRecords of %s partition %d below %d", topic, partition, offset)
 	return resp.Topics[0].Partitions[0].LowWatermark

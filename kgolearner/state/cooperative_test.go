@@ -118,9 +118,7 @@ func TestCooperativeRevokeCommitsProcessed(t *testing.T) {
 	// m1 revoked the partition, and its revoke returned, before the
 	// rebalance that gave it to m2; m2 has nothing to process (and
 	// commit) until the next record, unless it starts before offset n.
-	admin, err := kgo.NewClient(c.opts...)
-	require.NoError(t, err)
-	defer admin.Close()
+	admin := c.admin()
 	require.Equal(t, int64(n), state.CommittedOffset(t, admin, "g", "in", moved), "the group's committed offset of partition %d, which m2 took from m1", moved)
 
 	// One more record a partition: once m2 processed its partition's,

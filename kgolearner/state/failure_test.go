@@ -438,21 +438,28 @@ func TestEndOffsetsMissingPartition(t *testing.T) {
 // listing, and a lag of zero at the first join.
 func TestEndOffsetsNegative(t *testing.T) {
 	c := newCluster(t, "in")
-	c.c.ControlKey(int16(kmsg.ListOffsets), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		resp := kr.(*kmsg.ListOffsetsRequest).ResponseKind().(*kmsg.ListOffsetsResponse)
-		rt := kmsg.NewListOffsetsResponseTopic()
-		rt.Topic = "in"
-		rp := kmsg.NewListOffsetsResponseTopicPartition()
-		rp.Partition, rp.Offset = 1, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		resp.Topics = append(resp.Topics, rt)
-		return resp, nil, true
-	})
+	rp := kmsg.NewListOffsetsResponseTopicPartition()
+	rp.Partition, rp.Offset = 1, -1
+	answerListOffsets(c, rp)
 	cl, err := kgo.NewClient(c.opts...)
 	require.NoError(t, err)
 	defer cl.Close()
 	_, err = state.EndOffsets(context.Background(), cl, map[string][]int32{"in": {1}})
 	require.EqualError(t, err, "state: end offset of in partition 1 is -1, not an offset")
+}
+
+// answerListOffsets makes the cluster answer every ListOffsets request with
+// rp, a partition of topic "in".
+func answerListOffsets(c *cluster, rp kmsg.ListOffsetsResponseTopicPartition) {
+	c.c.ControlKey(int16(kmsg.ListOffsets), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		resp := kr.(*kmsg.ListOffsetsRequest).ResponseKind().(*kmsg.ListOffsetsResponse)
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = "in"
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
 }
 
 // closingStores are MemoryStores that count the stores open, and fail to
@@ -621,17 +628,9 @@ func TestChangelogTopicDeleted(t *testing.T) {
 // the broker's or kgo's.
 func TestEndOffsetsErrorsNameThePackage(t *testing.T) {
 	c := newCluster(t, "in")
-	c.c.ControlKey(int16(kmsg.ListOffsets), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		c.c.KeepControl()
-		resp := kr.(*kmsg.ListOffsetsRequest).ResponseKind().(*kmsg.ListOffsetsResponse)
-		rt := kmsg.NewListOffsetsResponseTopic()
-		rt.Topic = "in"
-		rp := kmsg.NewListOffsetsResponseTopicPartition()
-		rp.Partition, rp.ErrorCode = 1, kerr.TopicAuthorizationFailed.Code
-		rt.Partitions = append(rt.Partitions, rp)
-		resp.Topics = append(resp.Topics, rt)
-		return resp, nil, true
-	})
+	rp := kmsg.NewListOffsetsResponseTopicPartition()
+	rp.Partition, rp.ErrorCode = 1, kerr.TopicAuthorizationFailed.Code
+	answerListOffsets(c, rp)
 	cl, err := kgo.NewClient(c.opts...)
 	require.NoError(t, err)
 	defer cl.Close()
@@ -725,10 +724,7 @@ func TestInputReadDeniedStopsRun(t *testing.T) {
 	require.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
 	require.ErrorContains(t, err, "state: fetch in partition ")
 	require.Less(t, errs.Load(), int64(10), "Error events before Run returned")
-	admin, err := kgo.NewClient(c.opts...)
-	require.NoError(t, err)
-	defer admin.Close()
-	require.LessOrEqual(t, state.CommittedOffset(t, admin, "g", "other", 0), processed.Load(), "offset committed for other partition 0, against the records processed")
+	require.LessOrEqual(t, state.CommittedOffset(t, c.admin(), "g", "other", 0), processed.Load(), "offset committed for other partition 0, against the records processed")
 }
 
 // A group error that kgo reports through the poll and recovers from, as a
