@@ -162,10 +162,10 @@ func (c *cluster) refuseProduce(err *kerr.Error, fail func(n int) bool) {
 	})
 }
 
-// refuseFetch answers from now on the Fetch requests of topic with err
-// for each of its partitions, as a broker whose ACLs deny the member
-// reading it does.
-func (c *cluster) refuseFetch(topic string, err *kerr.Error) {
+// refuseFetch answers from now on the Fetch requests of topic for which
+// fail(n) is true, n counting them from 1, with err for each of its
+// partitions, as a broker whose ACLs deny the member reading it does.
+func (c *cluster) refuseFetch(topic string, err *kerr.Error, fail func(n int) bool) {
 	c.t.Helper()
 	admin, aerr := kgo.NewClient(c.opts...)
 	require.NoError(c.t, aerr)
@@ -177,11 +177,15 @@ func (c *cluster) refuseFetch(topic string, err *kerr.Error) {
 	mresp, aerr := meta.RequestWith(context.Background(), admin)
 	require.NoError(c.t, aerr)
 	id := mresp.Topics[0].TopicID // Fetch v13 names topics by ID
+	n := 0
 	c.c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		c.c.KeepControl()
 		req := kr.(*kmsg.FetchRequest)
 		i := slices.IndexFunc(req.Topics, func(rt kmsg.FetchRequestTopic) bool { return rt.Topic == topic || rt.TopicID == id })
 		if i < 0 {
+			return nil, nil, false
+		}
+		if n++; !fail(n) {
 			return nil, nil, false
 		}
 		resp := req.ResponseKind().(*kmsg.FetchResponse)

@@ -697,7 +697,7 @@ func TestChangelogReadDeniedStopsRun(t *testing.T) {
 	topic := state.ChangelogTopic("g", 0)
 	c := newCluster(t, "in", topic)
 	c.produce(state.ChangelogRecord(topic, 1, []byte("k"), []byte("v"), map[string]int64{"in": 1}))
-	c.refuseFetch(topic, kerr.TopicAuthorizationFailed)
+	c.refuseFetch(topic, kerr.TopicAuthorizationFailed, func(int) bool { return true })
 	var errs atomic.Int64
 	done, _ := c.run(state.Config{Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
 		Process:  func(*state.Context, *kgo.Record) error { return nil },
@@ -715,7 +715,7 @@ func TestChangelogReadDeniedStopsRun(t *testing.T) {
 func TestInputReadDeniedStopsRun(t *testing.T) {
 	c := newCluster(t, "in", "other")
 	c.produce(&kgo.Record{Topic: "other", Partition: 0, Value: []byte("v")})
-	c.refuseFetch("in", kerr.TopicAuthorizationFailed)
+	c.refuseFetch("in", kerr.TopicAuthorizationFailed, func(int) bool { return true })
 	var errs, processed atomic.Int64
 	done, _ := c.run(state.Config{Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2}, {Topics: []string{"other"}, Partitions: 2}},
 		Process:  func(*state.Context, *kgo.Record) error { processed.Add(1); return nil },
@@ -769,4 +769,37 @@ func TestGroupErrorDoesNotStopRun(t *testing.T) {
 	wait(reported, "Error event of the expired session")
 	c.produce(&kgo.Record{Topic: "in", Partition: 1})
 	wait(processed, "record processed after the session expired")
+}
+
+// A fetch answered once with UNKNOWN_SERVER_ERROR, which Kafka marks not
+// retriable but a broker answers for any unexpected failure of a read (the
+// Java consumer logs it and fetches again), does not stop Run, whether the
+// input or the changelog answered it: the fetch after it succeeds, and the
+// task processes on.
+func TestUnknownServerErrorOnceDoesNotStopRun(t *testing.T) {
+	topic := state.ChangelogTopic("g", 0)
+	for _, refused := range []string{"in", topic} {
+		t.Run(refused, func(t *testing.T) {
+			c := newCluster(t, "in", topic)
+			c.produce(state.ChangelogRecord(topic, 1, []byte("k"), []byte("v"), map[string]int64{"in": 0}))
+			c.produce(&kgo.Record{Topic: "in", Partition: 1, Value: []byte("v")})
+			c.refuseFetch(refused, kerr.UnknownServerError, func(n int) bool { return n == 1 })
+			processed := make(chan struct{}, 1)
+			done, _ := c.run(state.Config{Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+				Process: func(*state.Context, *kgo.Record) error {
+					select {
+					case processed <- struct{}{}:
+					default:
+					}
+					return nil
+				}})
+			select {
+			case <-processed:
+			case err := <-done:
+				t.Fatalf("Run returned %v", err)
+			case <-time.After(20 * time.Second):
+				t.Fatal("no record processed after 20s")
+			}
+		})
+	}
 }

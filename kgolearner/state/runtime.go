@@ -584,10 +584,13 @@ func startRetriable(err error) bool {
 // marks not retriable (an authorization error, say), which stops Run at
 // once during its start (startRetriable) and once it runs: kgo returns
 // such a fetch error at every poll, at once, so a loop that reported it
-// and polled again would spin without ever progressing.
+// and polled again would spin without ever progressing. Not
+// UNKNOWN_SERVER_ERROR, though Kafka marks it so: a broker answers it for
+// any unexpected failure of a read, a passing one too, and the next fetch
+// may succeed (the Java consumer logs it and fetches again).
 func fatalCode(err error) bool {
 	_, ok := errors.AsType[*kerr.Error](err)
-	return ok && !kerr.IsRetriable(err)
+	return ok && !kerr.IsRetriable(err) && !errors.Is(err, kerr.UnknownServerError)
 }
 
 // open opens the task's store, once.
