@@ -267,10 +267,11 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 // with every failure up to 1 s, until it succeeds or ctx is done. The
 // rule, applied to what a request returns once kgo's own retries of it
 // gave up: a broker's error code is retried if Kafka marks it retriable
-// (kerr.IsRetriable), and stops Run at once if not, as authorization and
-// SASL errors (kerr.TopicAuthorizationFailed, ClusterAuthorizationFailed,
-// SaslAuthenticationFailed) and a replication factor the brokers refuse
-// do; an error of the connection is retried: a dial refused or failed, a
+// (kerr.IsRetriable), or is UNKNOWN_SERVER_ERROR (a broker's answer to any
+// unexpected failure, passing ones too), and stops Run at once if not, as
+// authorization and SASL errors (kerr.TopicAuthorizationFailed,
+// ClusterAuthorizationFailed, SaslAuthenticationFailed) and a replication
+// factor the brokers refuse do; an error of the connection is retried: a dial refused or failed, a
 // name that does not resolve, a timeout, a connection cut, or closed at
 // its first request, which kgo reports as a TLS or SASL mismatch
 // (kgo.ErrFirstReadEOF) but a broker going down causes too; any other
@@ -553,8 +554,8 @@ func startAbandoned(ctx context.Context, last error) error {
 // startRetriable reports whether a start step that failed with err may
 // succeed if tried again (see Run for the rule). What the member's own
 // configuration causes never does: ErrChangelogTopic, ErrInvalidConfig,
-// ErrStore. A broker's error code is retriable if Kafka says so, which
-// authorization and SASL errors are not. The other errors are kgo's: those
+// ErrStore. A broker's error code is retriable unless fatalCode says it is
+// not (authorization and SASL errors). The other errors are kgo's: those
 // of the connection are retried, whatever kgo does with them itself (it
 // fails at once on a refused dial to a seed broker, on a connection
 // closed at its first request (ErrFirstReadEOF), and so would Run), and
@@ -565,7 +566,7 @@ func startRetriable(err error) bool {
 		return false
 	}
 	if _, ok := errors.AsType[*kerr.Error](err); ok {
-		return kerr.IsRetriable(err)
+		return !fatalCode(err)
 	}
 	if oe, ok := errors.AsType[*net.OpError](err); ok && (oe.Op == "remote error" || oe.Op == "local error") {
 		// A TLS alert, received or sent (crypto/tls reports both as a
@@ -580,14 +581,14 @@ func startRetriable(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || kgo.IsRetryableBrokerErr(err)
 }
 
-// fatalCode reports whether err carries a broker's error code that Kafka
-// marks not retriable (an authorization error, say), which stops Run at
-// once during its start (startRetriable) and once it runs: kgo returns
-// such a fetch error at every poll, at once, so a loop that reported it
-// and polled again would spin without ever progressing. Not
-// UNKNOWN_SERVER_ERROR, though Kafka marks it so: a broker answers it for
-// any unexpected failure of a read, a passing one too, and the next fetch
-// may succeed (the Java consumer logs it and fetches again).
+// fatalCode reports whether err carries a broker's error code that
+// retrying cannot fix: one Kafka marks not retriable (an authorization
+// error, say), which stops Run at once during its start (startRetriable)
+// and once it runs: kgo returns such a fetch error at every poll, at once,
+// so a loop that reported it and polled again would spin without ever
+// progressing. Not UNKNOWN_SERVER_ERROR, though Kafka marks it so: a broker
+// answers it for any unexpected failure, a passing one too, and the next
+// request may succeed (the Java consumer logs it and fetches again).
 func fatalCode(err error) bool {
 	_, ok := errors.AsType[*kerr.Error](err)
 	return ok && !kerr.IsRetriable(err) && !errors.Is(err, kerr.UnknownServerError)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -227,19 +228,7 @@ func TestRunStartOutageThenMisconfiguredTopic(t *testing.T) {
 // here the changelog topic's metadata, denied.
 func TestRunStartDeniedFailsAtOnce(t *testing.T) {
 	c := newCluster(t, "in")
-	changelog := state.ChangelogTopic("g", 0)
-	c.c.ControlKey(int16(kmsg.Metadata), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		c.c.KeepControl()
-		req := kr.(*kmsg.MetadataRequest)
-		if len(req.Topics) != 1 || req.Topics[0].Topic == nil || *req.Topics[0].Topic != changelog {
-			return nil, nil, false
-		}
-		resp := req.ResponseKind().(*kmsg.MetadataResponse)
-		rt := kmsg.NewMetadataResponseTopic()
-		rt.Topic, rt.ErrorCode = kmsg.StringPtr(changelog), kerr.TopicAuthorizationFailed.Code
-		resp.Topics = append(resp.Topics, rt)
-		return resp, nil, true
-	})
+	refuseChangelogMetadata(c, kerr.TopicAuthorizationFailed, func(int32) bool { return true })
 	var events startEvents
 	done, _ := c.run(state.Config{Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
 		Process:  func(*state.Context, *kgo.Record) error { return nil },
@@ -247,4 +236,50 @@ func TestRunStartDeniedFailsAtOnce(t *testing.T) {
 	err := waitErr(t, done)
 	require.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
 	require.Empty(t, events.all(), "Error events: the denied request was retried")
+}
+
+// refuseChangelogMetadata answers with err the metadata requests for group
+// g's changelog topic of subtopology 0 for which fail(n) is true, n
+// counting them from 1.
+func refuseChangelogMetadata(c *cluster, err *kerr.Error, fail func(n int32) bool) {
+	changelog := state.ChangelogTopic("g", 0)
+	var n atomic.Int32
+	c.c.ControlKey(int16(kmsg.Metadata), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		req := kr.(*kmsg.MetadataRequest)
+		if len(req.Topics) != 1 || req.Topics[0].Topic == nil || *req.Topics[0].Topic != changelog || !fail(n.Add(1)) {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic, rt.ErrorCode = kmsg.StringPtr(changelog), err.Code
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+}
+
+// A broker's UNKNOWN_SERVER_ERROR, its answer to any unexpected failure,
+// passing ones too, is retried at start, as a fetch's is once Run runs:
+// Kafka marks the code not retriable, and one such answer to the changelog
+// topic's metadata stopped Run.
+func TestRunStartRetriesUnknownServerError(t *testing.T) {
+	c := newCluster(t, "in")
+	refuseChangelogMetadata(c, kerr.UnknownServerError, func(n int32) bool { return n <= 2 })
+	var events startEvents
+	var processed atomic.Int32
+	done, _ := c.run(state.Config{Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Process:  func(*state.Context, *kgo.Record) error { processed.Add(1); return nil },
+		Observer: state.Observer{Error: events.add}})
+	c.produce(&kgo.Record{Topic: "in", Partition: 0})
+	deadline := time.Now().Add(20 * time.Second)
+	for processed.Load() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		require.False(t, time.Now().After(deadline), "no record processed after 20s")
+	}
+	require.NotEmpty(t, events.all(), "Error events: the refused requests")
+	require.ErrorIs(t, events.all()[0], kerr.UnknownServerError)
 }
