@@ -904,3 +904,28 @@ at 1m leave S3
 		assert.Equal(t, pauses, m.DowntimeBy[CauseJoin], "%v: join pauses", s)
 	}
 }
+
+// TestWithheldTaskKeepsTargetState: S3 restarts after its session timed
+// out, with T5 and T6 caught up on disk; S1 and S2 ran them meanwhile and
+// each revokes one for S3. Between the revoke and the follow-up S3 keeps
+// its state as a temporary standby, as Kafka Streams' assignor does, so the
+// cooperative moves are warm. The model dropped it, as state S3 was not
+// assigned: cooperative restored both cold (20 task-s), and warm-up+probing
+// sent them back to their standbys and warmed S3 up for a probing
+// rebalance.
+func TestWithheldTaskKeepsTargetState(t *testing.T) {
+	sc := parse(t, `
+duration 10m
+pause 2s
+standbys 1
+tasks T1-T6 size 100
+members S1-S3 rate 10
+at 1m restart S3 after 30s
+`)
+	for _, s := range []Strategy{Cooperative, WarmUp} {
+		m := mustRun(t, sc, s).Metrics
+		assert.Zero(t, m.Cold, "%v: cold hand-overs", s)
+		assert.Zero(t, m.Duplicate, "%v: warm-up replay", s)
+		assert.Less(t, m.LongestUnbalanced, 30*time.Second, "%v: longest unbalanced", s)
+	}
+}

@@ -158,6 +158,16 @@ func (s *stickyStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assig
 		}
 	}
 	s.placeStandbys(as, joins, target, lag)
+	// The member a withheld task goes to in the follow-up keeps the
+	// state it has of it as a temporary standby meanwhile, as Kafka
+	// Streams' StreamsPartitionAssignor does "to avoid closing the state
+	// store": dropping it turned a move to a caught-up member cold.
+	for _, id := range withheld {
+		if t, j := index[id], target[index[id]]; s.e.tasks[t].Stateful && lag[j][t] >= 0 && !slices.Contains(as[j].Learning, id) {
+			as[j].Standby = append(as[j].Standby, id)
+			slices.SortFunc(as[j].Standby, func(x, y string) int { return index[x] - index[y] })
+		}
+	}
 	for i, j := range joins {
 		for _, id := range j.Assigned {
 			if !slices.Contains(as[i].Assigned, id) {
