@@ -908,8 +908,8 @@ at 1m leave S3
 // TestWithheldTaskKeepsTargetState: S3 restarts after its session timed
 // out, with T5 and T6 caught up on disk; S1 and S2 ran them meanwhile and
 // each revokes one for S3. Between the revoke and the follow-up S3 keeps
-// its state as a temporary standby, as Kafka Streams' assignor does, so the
-// cooperative moves are warm. The model dropped it, as state S3 was not
+// its state as a temporary standby (Kafka Streams leaves it on disk), so
+// the cooperative moves are warm. The model dropped it, as state S3 was not
 // assigned: cooperative restored both cold (20 task-s), and warm-up+probing
 // sent them back to their standbys and warmed S3 up for a probing
 // rebalance.

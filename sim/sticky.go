@@ -159,9 +159,11 @@ func (s *stickyStrategy) assign(joins []learner.MemberMetadata) ([]learner.Assig
 	}
 	s.placeStandbys(as, joins, target, lag)
 	// The member a withheld task goes to in the follow-up keeps the
-	// state it has of it as a temporary standby meanwhile, as Kafka
-	// Streams' StreamsPartitionAssignor does "to avoid closing the state
-	// store": dropping it turned a move to a caught-up member cold.
+	// state it has of it meanwhile, as a temporary standby: Kafka Streams
+	// leaves a closed task's state directory on disk
+	// (state.cleanup.delay.ms) and the follow-up restores only what it
+	// lacks, where the model drops state a member is not assigned, which
+	// turned a move to a caught-up member cold.
 	for _, id := range withheld {
 		if t, j := index[id], target[index[id]]; s.e.tasks[t].Stateful && lag[j][t] >= 0 && !slices.Contains(as[j].Learning, id) {
 			as[j].Standby = append(as[j].Standby, id)
