@@ -81,10 +81,12 @@ var Small = Config{Members: 4, Tasks: 12, KeysPerTask: 2000, ValueBytes: 100, Ra
 // cooperative-sticky's cold restores in the planned scaling cost a task
 // about 5 s or more. At 200,000 records of 100 B one cost 2.2 s, at
 // 600,000 of 20 B 3.2-4.8 s, at 1,000,000 of 20 B 4.9-7.5 s (the share
-// 21%, 11% and 13%), at 1,500,000 of 20 B 6.9-8.9 s (8%, 13%, 11%).
+// 21%, 11% and 13%), at 1,500,000 of 20 B 6.9-8.9 s (8%, 13%, 11%;
+// runs 8-10) and 10.6 s (run 11).
 // Restoring costs by the record, memory by the byte, so the records are
 // small. The measure command keeps the stores in bbolt files (Disk): the
-// run peaks at 6 GB (600,000 records of 100 B peaked at 17 GB).
+// run peaks at 6-8 GB (6.0-6.3 in runs 8-10, 8.2 in run 12 of
+// bench/results/issue13-e2e; 600,000 records of 100 B peaked at 17 GB).
 var Full = Config{Members: 4, Tasks: 48, KeysPerTask: 1_500_000, ValueBytes: 20, Rate: 2400, Words: 4800,
 	Settle: 2 * time.Second, Deadline: 60 * time.Second, Session: 3 * time.Second, Grace: 250 * time.Millisecond}
 
