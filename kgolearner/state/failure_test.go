@@ -771,6 +771,45 @@ func TestGroupErrorDoesNotStopRun(t *testing.T) {
 	wait(processed, "record processed after the session expired")
 }
 
+// A fetch answered UNKNOWN_SERVER_ERROR every time does not stop Run, nor
+// make it spin: kgo hands the error back at every poll, at once, and
+// fetches again at once, so the loops wait before polling again, as
+// Kafka's clients wait retry.backoff.ms. Without the wait, either loop
+// fetched some 25,000 times a second and reported as many Error events.
+func TestUnknownServerErrorAlwaysDoesNotSpin(t *testing.T) {
+	topic := state.ChangelogTopic("g", 0)
+	for _, refused := range []string{"in", topic} {
+		t.Run(refused, func(t *testing.T) {
+			c := newCluster(t, "in", topic)
+			c.produce(state.ChangelogRecord(topic, 1, []byte("k"), []byte("v"), map[string]int64{"in": 0}))
+			c.produce(&kgo.Record{Topic: "in", Partition: 1, Value: []byte("v")})
+			var fetches atomic.Int64
+			c.refuseFetch(refused, kerr.UnknownServerError, func(int) bool { fetches.Add(1); return true })
+			var events startEvents
+			done, _ := c.run(state.Config{Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+				Process:  func(*state.Context, *kgo.Record) error { return nil },
+				Observer: state.Observer{Error: events.add}})
+			for fetches.Load() == 0 {
+				select {
+				case err := <-done:
+					t.Fatalf("Run returned %v", err)
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			f0, e0 := fetches.Load(), len(events.all())
+			select {
+			case err := <-done:
+				t.Fatalf("Run returned %v", err)
+			case <-time.After(time.Second):
+			}
+			f, e := fetches.Load()-f0, len(events.all())-e0
+			require.LessOrEqual(t, f, int64(50), "refused fetches in 1 s")
+			require.LessOrEqual(t, e, 100, "Error events in 1 s")
+			require.Positive(t, e, "Error events in 1 s: each refusal is reported")
+		})
+	}
+}
+
 // A fetch answered once with UNKNOWN_SERVER_ERROR, which Kafka marks not
 // retriable but a broker answers for any unexpected failure of a read (the
 // Java consumer logs it and fetches again), does not stop Run, whether the

@@ -168,7 +168,33 @@ func (r *Runtime) pollLoop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if fs.NumRecords() == 0 && fetchFailed(fs) {
+			select { // rather than spin on the errors (fetchFailed)
+			case <-ctx.Done():
+			case <-r.stop:
+			case err := <-r.fatal:
+				return err
+			case <-time.After(startBackoffMin):
+			}
+		}
 	}
+}
+
+// fetchFailed reports whether a poll brought a fetch error other than its
+// own deadline's. kgo hands back a partition error it does not retry
+// itself (UNKNOWN_SERVER_ERROR, which fatalCode lets Run survive) at every
+// poll, at once, and fetches again as soon as the poll drained it: polling
+// again straight after such a poll with no records spun against the
+// broker, over 20,000 fetches and Error events a second. The poll loop
+// waits instead, as Kafka's clients wait retry.backoff.ms
+// (startBackoffMin); the restore loop waits LagInterval, as it does for a
+// missing changelog topic.
+func fetchFailed(fs kgo.Fetches) bool {
+	failed := false
+	fs.EachError(func(_ string, _ int32, err error) {
+		failed = failed || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
+	})
+	return failed
 }
 
 // step activates caught-up tasks and processes one poll's records. A

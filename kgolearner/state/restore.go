@@ -33,7 +33,7 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 		if fs.IsClientClosed() {
 			return
 		}
-		failed, missing := false, false
+		failed, missing, reported := false, false, false
 		fs.EachError(func(topic string, p int32, err error) {
 			if failed {
 				return
@@ -67,6 +67,7 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 			}
 			if ctx.Err() == nil {
 				r.observeError(err)
+				reported = true // kgo fetches again at once (fetchFailed)
 			}
 		})
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
@@ -80,7 +81,7 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 		if failed {
 			return
 		}
-		if missing && fs.NumRecords() == 0 {
+		if (missing || reported) && fs.NumRecords() == 0 {
 			select { // rather than spin on the errors
 			case <-ctx.Done():
 			case <-time.After(r.cfg.LagInterval):
