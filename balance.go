@@ -367,7 +367,7 @@ func (p *balancePlan) run() {
 		p.shed.settle(l)
 		t, sub := p.shed.take(h, l)
 		if t == none {
-			t, sub = p.takePlaced(h, l)
+			t, sub = p.takePlaced(h)
 		}
 		if t == none {
 			p.donors.remove(h)
@@ -391,18 +391,13 @@ func (p *balancePlan) run() {
 
 // takePlaced returns, with its subtopology, a stateful task h was given
 // this round that nobody learns (an orphan its warm copy took, a task its
-// learner was promoted to), for h to give to l through a learner when it
-// has nothing else to give; none if it has none or the learner budget is
+// learner was promoted to), for h to give through a learner when it has
+// nothing else to give; none if it has none or the learner budget is
 // spent. The task stays active on h until its new learner is ready, so it
 // is not a half-way bounce. Without it, a warm member that took many
 // orphans or promotions at once kept them all: an assignment without a
-// learner, unbalanced, and with Workers nobody rejoins to balance it. A
-// task l did not hold comes first: one promoted away from l would go
-// straight back to it, two moves for one (l still has its state, so they
-// converge, but a promotion's pause twice). The search for one scans h's
-// row past the tasks l held; rows hold this round's placements only, so
-// this stays short but for a member taking thousands of tasks from l.
-func (p *balancePlan) takePlaced(h, l int32) (t, sub int32) {
+// learner, unbalanced, and with Workers nobody rejoins to balance it.
+func (p *balancePlan) takePlaced(h int32) (t, sub int32) {
 	if !p.placed || !p.canLearn() {
 		return none, none
 	}
@@ -410,27 +405,18 @@ func (p *balancePlan) takePlaced(h, l int32) (t, sub int32) {
 		p.listPlaced()
 	}
 	row := p.placedBy.row(h)
-	i := p.placedNext[h]
-	for int(i) < len(row) && p.learner[row[i]] != none {
-		i++ // given already
-	}
-	p.placedNext[h] = i
-	if int(i) == len(row) {
-		return none, none
-	}
-	t = row[i]
-	lHeld := p.held.row(l)
-	for _, u := range row[i:] {
-		if _, was := slices.BinarySearch(lHeld, u); p.learner[u] == none && !was {
-			t = u
-			break
+	for i := p.placedNext[h]; int(i) < len(row); i++ {
+		if t := row[i]; p.learner[t] == none {
+			p.placedNext[h] = i + 1
+			sub = none
+			if p.spread.on {
+				sub = p.sub[t]
+			}
+			return t, sub
 		}
 	}
-	sub = none
-	if p.spread.on {
-		sub = p.sub[t]
-	}
-	return t, sub
+	p.placedNext[h] = int32(len(row))
+	return none, none
 }
 
 // listPlaced lists, by owner, the stateful tasks placed this round (fixed)
