@@ -555,7 +555,9 @@ func (e *engine) finishRebalance(r Round, group []*member, leader *member) {
 
 // setRoles gives member m the assignment's active, learning and standby
 // tasks; it keeps the local state of tasks it held in any role and drops the
-// rest (state left on disk included: the model has no cleanup delay).
+// rest (state left on disk included: the model has no cleanup delay; the
+// classic strategies assign a withheld task's target a temporary standby
+// instead, see stickyStrategy.assign).
 func (e *engine) setRoles(m *member, a learner.Assignment) {
 	want := e.want
 	ts := slices.Clone(m.held)
