@@ -771,6 +771,16 @@ func TestGroupErrorDoesNotStopRun(t *testing.T) {
 	wait(processed, "record processed after the session expired")
 }
 
+// oneRecordEach returns a cluster with one record in changelog topic's
+// partition 1 and one in partition 1 of input topic "in", which the task
+// restores and then processes.
+func oneRecordEach(t *testing.T, topic string) *cluster {
+	c := newCluster(t, "in", topic)
+	c.produce(state.ChangelogRecord(topic, 1, []byte("k"), []byte("v"), map[string]int64{"in": 0}))
+	c.produce(&kgo.Record{Topic: "in", Partition: 1, Value: []byte("v")})
+	return c
+}
+
 // A fetch answered UNKNOWN_SERVER_ERROR every time does not stop Run, nor
 // make it spin: kgo hands the error back at every poll, at once, and
 // fetches again at once, so the loops wait before polling again, as
@@ -780,9 +790,7 @@ func TestUnknownServerErrorAlwaysDoesNotSpin(t *testing.T) {
 	topic := state.ChangelogTopic("g", 0)
 	for _, refused := range []string{"in", topic} {
 		t.Run(refused, func(t *testing.T) {
-			c := newCluster(t, "in", topic)
-			c.produce(state.ChangelogRecord(topic, 1, []byte("k"), []byte("v"), map[string]int64{"in": 0}))
-			c.produce(&kgo.Record{Topic: "in", Partition: 1, Value: []byte("v")})
+			c := oneRecordEach(t, topic)
 			var fetches atomic.Int64
 			c.refuseFetch(refused, kerr.UnknownServerError, func(int) bool { fetches.Add(1); return true })
 			var events startEvents
@@ -819,9 +827,7 @@ func TestUnknownServerErrorOnceDoesNotStopRun(t *testing.T) {
 	topic := state.ChangelogTopic("g", 0)
 	for _, refused := range []string{"in", topic} {
 		t.Run(refused, func(t *testing.T) {
-			c := newCluster(t, "in", topic)
-			c.produce(state.ChangelogRecord(topic, 1, []byte("k"), []byte("v"), map[string]int64{"in": 0}))
-			c.produce(&kgo.Record{Topic: "in", Partition: 1, Value: []byte("v")})
+			c := oneRecordEach(t, topic)
 			c.refuseFetch(refused, kerr.UnknownServerError, func(n int) bool { return n == 1 })
 			processed := make(chan struct{}, 1)
 			done, _ := c.run(state.Config{Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
