@@ -201,6 +201,19 @@ func (c *cluster) refuseFetch(topic string, err *kerr.Error, fail func(n int) bo
 	})
 }
 
+// waitFor waits for ch while Run runs, done its result: it fails the test
+// when Run returns first, or after 20 s.
+func waitFor(t *testing.T, done <-chan error, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case err := <-done:
+		t.Fatalf("Run returned %v waiting for %s", err, what)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no %s after 20s", what)
+	}
+}
+
 func waitErr(t *testing.T, done <-chan error) error {
 	t.Helper()
 	select {

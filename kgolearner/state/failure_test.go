@@ -753,22 +753,12 @@ func TestGroupErrorDoesNotStopRun(t *testing.T) {
 				}
 			}
 		}}})
-	wait := func(ch <-chan struct{}, what string) {
-		t.Helper()
-		select {
-		case <-ch:
-		case err := <-done:
-			t.Fatalf("Run returned %v waiting for %s", err, what)
-		case <-time.After(20 * time.Second):
-			t.Fatalf("no %s after 20s", what)
-		}
-	}
 	c.produce(&kgo.Record{Topic: "in", Partition: 1})
-	wait(processed, "record processed")
+	waitFor(t, done, processed, "record processed")
 	expire.Store(true)
-	wait(reported, "Error event of the expired session")
+	waitFor(t, done, reported, "Error event of the expired session")
 	c.produce(&kgo.Record{Topic: "in", Partition: 1})
-	wait(processed, "record processed after the session expired")
+	waitFor(t, done, processed, "record processed after the session expired")
 }
 
 // oneRecordEach returns a cluster with one record in changelog topic's
@@ -838,13 +828,7 @@ func TestUnknownServerErrorOnceDoesNotStopRun(t *testing.T) {
 					}
 					return nil
 				}})
-			select {
-			case <-processed:
-			case err := <-done:
-				t.Fatalf("Run returned %v", err)
-			case <-time.After(20 * time.Second):
-				t.Fatal("no record processed after 20s")
-			}
+			waitFor(t, done, processed, "record processed")
 		})
 	}
 }
