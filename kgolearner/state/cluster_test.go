@@ -146,9 +146,10 @@ func (c *cluster) run(cfg state.Config) (done <-chan error, stop func()) {
 }
 
 // failProduce answers the Produce requests from now on for which fail(n)
-// is true, n counting them from 1, with INVALID_RECORD for every
-// partition, as a broker refusing a batch.
-func (c *cluster) failProduce(fail func(n int) bool) { c.refuseProduce(kerr.InvalidRecord, fail) }
+// is true, n counting them from 1, with UNKNOWN_SERVER_ERROR for every
+// partition, as a broker failing a batch for a passing reason: kgo does
+// not retry it, and the runtime goes round again (refusedAgain).
+func (c *cluster) failProduce(fail func(n int) bool) { c.refuseProduce(kerr.UnknownServerError, fail) }
 
 // refuseProduce is failProduce with the error err.
 func (c *cluster) refuseProduce(err *kerr.Error, fail func(n int) bool) {

@@ -252,16 +252,28 @@ func (r *Runtime) step(ctx context.Context, fs kgo.Fetches) (err error) {
 }
 
 // refusedAgain reports whether a write failed with an error that writing
-// the same records again would meet: a batch too large for the broker (its
+// the same records again would meet: a broker's code retrying cannot fix
+// (fatalCode), such as a batch too large for the broker (its
 // max.message.bytes for the topic below the producer's
-// kgo.ProducerBatchMaxBytes), or ACLs or credentials it refuses, as Run's
-// start does (kerr.TopicAuthorizationFailed, ClusterAuthorizationFailed,
-// SaslAuthenticationFailed). Such an error stops Run, as checkSizes's
-// does: the runtime would otherwise process the batch again and again,
-// and emit its output every time.
+// kgo.ProducerBatchMaxBytes), a record its validation refuses
+// (INVALID_RECORD, INVALID_TIMESTAMP), or ACLs or credentials it refuses,
+// as Run's start does. Such an error stops Run, as checkSizes's does and as
+// Kafka Streams' default production exception handler does: the runtime
+// would otherwise process the batch again and again, and emit its output
+// every time. Not the codes of a producer the broker no longer knows
+// (fencedProducer), which Kafka Streams takes for a task migrated and a
+// new round of the batch fixes.
 func refusedAgain(err error) bool {
-	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
-		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.SaslAuthenticationFailed)
+	return fatalCode(err) && !fencedProducer(err)
+}
+
+// fencedProducer reports whether err carries a code with which a broker
+// refuses a producer's ID, epoch or sequence, as kgo's producer reports
+// them (sink.go) when it cannot recover by itself.
+func fencedProducer(err error) bool {
+	return errors.Is(err, kerr.OutOfOrderSequenceNumber) || errors.Is(err, kerr.UnknownProducerID) ||
+		errors.Is(err, kerr.InvalidProducerIDMapping) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.ProducerFenced)
 }
 
 // activate starts processing the active tasks that caught up with their

@@ -359,33 +359,39 @@ func TestChangesTooLargeForTheBrokerStopRun(t *testing.T) {
 	require.ErrorIs(t, waitErr(t, done), kerr.MessageTooLarge)
 }
 
-// A changelog the member may not write (ACLs that deny it Produce) stops
-// Run with the broker's error, as at start: processing the batch again
-// would meet the same refusal. The member processed its batch again and
-// again, several times a second, and emitted its output every time.
-func TestChangelogWriteDeniedStopsRun(t *testing.T) {
-	c := newCluster(t, "in", "out")
-	c.produce(&kgo.Record{Topic: "in", Partition: 0})
-	out := c.c.TopicInfo("out").TopicID
-	c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		c.c.KeepControl()
-		for _, rt := range kr.(*kmsg.ProduceRequest).Topics {
-			if rt.Topic == "out" || rt.TopicID == out { // Produce v13 names topics by ID
-				return nil, nil, false
-			}
-		}
-		return state.RefusedProduce(kr, kerr.TopicAuthorizationFailed.Code), nil, true
-	})
-	done, _ := c.run(state.Config{
-		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
-		Process: func(ctx *state.Context, _ *kgo.Record) error {
-			ctx.Emit(&kgo.Record{Topic: "out", Partition: 0, Value: []byte("out")})
-			return ctx.Put([]byte("k"), []byte("v"))
-		},
-	})
-	err := waitErr(t, done)
-	require.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
-	require.ErrorContains(t, err, "state: write: changelog: ")
-	ends := c.endOffsets(map[string][]int32{"out": {0}})
-	require.Equal(t, int64(1), ends["out"][0], "output records written for one input record")
+// A changelog write the broker refuses with a code retrying cannot fix
+// stops Run with the broker's error, as at start: a member its ACLs deny
+// Produce, or a record its validation refuses (a timestamp out of the
+// topic's range, say), would meet the same refusal again. The member
+// processed its batch again and again, several times a second, and emitted
+// its output every time.
+func TestChangelogWriteRefusedStopsRun(t *testing.T) {
+	for _, code := range []*kerr.Error{kerr.TopicAuthorizationFailed, kerr.InvalidRecord, kerr.InvalidTimestamp} {
+		t.Run(code.Message, func(t *testing.T) {
+			c := newCluster(t, "in", "out")
+			c.produce(&kgo.Record{Topic: "in", Partition: 0})
+			out := c.c.TopicInfo("out").TopicID
+			c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				c.c.KeepControl()
+				for _, rt := range kr.(*kmsg.ProduceRequest).Topics {
+					if rt.Topic == "out" || rt.TopicID == out { // Produce v13 names topics by ID
+						return nil, nil, false
+					}
+				}
+				return state.RefusedProduce(kr, code.Code), nil, true
+			})
+			done, _ := c.run(state.Config{
+				Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+				Process: func(ctx *state.Context, _ *kgo.Record) error {
+					ctx.Emit(&kgo.Record{Topic: "out", Partition: 0, Value: []byte("out")})
+					return ctx.Put([]byte("k"), []byte("v"))
+				},
+			})
+			err := waitErr(t, done)
+			require.ErrorIs(t, err, code)
+			require.ErrorContains(t, err, "state: write: changelog: ")
+			ends := c.endOffsets(map[string][]int32{"out": {0}})
+			require.Equal(t, int64(1), ends["out"][0], "output records written for one input record")
+		})
+	}
 }

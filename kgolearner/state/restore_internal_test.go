@@ -410,7 +410,7 @@ func TestCompleteErrorWithoutLocks(t *testing.T) {
 	c, seed, _ := oneTopicCluster(t, "g-0-changelog")
 	c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		return RefusedProduce(kr, kerr.InvalidRecord.Code), nil, true
+		return RefusedProduce(kr, kerr.UnknownServerError.Code), nil, true
 	})
 	var r *Runtime
 	var tk *task

@@ -256,7 +256,8 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 
 // Run runs the member until ctx is done, Leave has handed its tasks over,
 // or a fatal error (a store that fails, a bad changelog record, an error of
-// Process). It creates the changelog topics that are missing, refuses
+// Process, a write the broker refuses with an error code that writing
+// again would meet, such as INVALID_RECORD). It creates the changelog topics that are missing, refuses
 // existing ones it cannot use (ErrChangelogTopic), opens the stores left
 // from an earlier run and reports their lag at the first join.
 //
