@@ -761,6 +761,27 @@ func TestGroupErrorDoesNotStopRun(t *testing.T) {
 	waitFor(t, done, processed, "record processed after the session expired")
 }
 
+// An input topic with more partitions than its subtopology declares
+// leaves the subtopology's tasks unassigned (kgolearner's Round.Err), and
+// the leader says why in an Error event, at every rebalance until the topic
+// or the topology is fixed. Before, nothing was processed and nothing said
+// why unless the client had a logger.
+func TestTopicsMismatchIsAnErrorEvent(t *testing.T) {
+	c := newCluster(t, "in") // two partitions
+	reported := make(chan struct{}, 1)
+	done, _ := c.run(state.Config{Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1}},
+		Process: func(*state.Context, *kgo.Record) error { return nil },
+		Observer: state.Observer{Error: func(err error) {
+			if errors.Is(err, kgolearner.ErrTopicsMismatch) {
+				select {
+				case reported <- struct{}{}:
+				default:
+				}
+			}
+		}}})
+	waitFor(t, done, reported, "Error event of the topics mismatch")
+}
+
 // oneRecordEach returns a cluster with one record in changelog topic's
 // partition 1 and one in partition 1 of input topic "in", which the task
 // restores and then processes.

@@ -118,7 +118,10 @@ type Observer struct {
 	// Rebalanced reports a rebalance computed by this member as leader.
 	Rebalanced func()
 	// Error reports a transient error the runtime recovers from, such as
-	// a failed attempt at a start step, which Run retries (see Run).
+	// a failed attempt at a start step, which Run retries (see Run), or,
+	// on the leader at every rebalance, input topics that do not match the
+	// topology (kgolearner.ErrTopicsMismatch), whose subtopologies' tasks
+	// nobody runs until the topics or the topology are fixed.
 	Error func(error)
 }
 
@@ -201,7 +204,14 @@ func New(cfg Config) (*Runtime, error) {
 		StartStandby:  func(t string) { r.setRole(t, roleStandby) },
 		StopStandby:   func(t string) { r.setRole(t, roleNone) },
 		Shutdown:      r.Shutdown,
-		Rebalanced: func(kgolearner.Round) {
+		Rebalanced: func(round kgolearner.Round) {
+			if round.Err != nil {
+				// The input topics do not match the topology: the tasks of
+				// the subtopologies concerned stay unassigned, and kgo's
+				// logger, which a runtime's user rarely sets, is the only
+				// other place that says why nothing is processed.
+				r.observeError(fmt.Errorf("state: %w", round.Err))
+			}
 			if f := cfg.Observer.Rebalanced; f != nil {
 				f()
 			}
