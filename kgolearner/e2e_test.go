@@ -90,7 +90,11 @@ type group struct {
 	rebalanceTimeout time.Duration
 	// instance holds the instance IDs (kgo.InstanceID) of static members.
 	instance map[string]string
-	producer *producer
+	// topologies holds the topologies of members of another version than
+	// topology's (a rolling upgrade): such a member runs the tasks the two
+	// share, and the tracker follows only topology's.
+	topologies map[string][]kgolearner.Subtopology
+	producer   *producer
 
 	mu       sync.Mutex
 	members  map[string]*member // every member ever added, dead or alive
@@ -180,7 +184,7 @@ func newGroup(t *testing.T, topology []kgolearner.Subtopology) *group {
 	c, err := kfake.NewCluster(opts...)
 	require.NoError(t, err)
 	g := &group{t: t, cluster: c, topology: topology, autoCommit: 500 * time.Millisecond, session: map[string]time.Duration{}, rebalanceTimeout: 5 * time.Second, instance: map[string]string{},
-		members: map[string]*member{}, active: map[string]string{}, lastOwn: map[string]string{},
+		topologies: map[string][]kgolearner.Subtopology{}, members: map[string]*member{}, active: map[string]string{}, lastOwn: map[string]string{},
 		lostFrom: map[string]bool{}, stateful: map[string]bool{}, processed: map[string]map[int64][]processing{}}
 	g.producer = startProducer(t, c, topology)
 	t.Cleanup(func() {
@@ -228,8 +232,12 @@ func (g *group) add(name string, autoReady bool) *member {
 		active: map[string]int{}, instances: map[string]int{}, lost: map[string]bool{}, learning: map[string]bool{},
 		standby: map[string]bool{}, stopped: map[string]bool{}, lostInstances: map[string]bool{}, stoppedIn: map[string]int{},
 		startedAs: map[string]string{}}
+	topology, other := g.topologies[name]
+	if !other {
+		topology = g.topology
+	}
 	b, err := kgolearner.New(kgolearner.Config{
-		Subtopologies: g.topology,
+		Subtopologies: topology,
 		Hooks: kgolearner.Hooks{
 			StartActive:   m.startActive,
 			StopActive:    m.stopActive,
@@ -250,7 +258,9 @@ func (g *group) add(name string, autoReady bool) *member {
 	}
 	g.mu.Lock() // other members' hooks read it
 	for _, task := range b.Tasks() {
-		g.stateful[task.ID] = task.Stateful
+		if !other { // the shared tasks are the same in both topologies
+			g.stateful[task.ID] = task.Stateful
+		}
 	}
 	g.mu.Unlock()
 	opts := append(b.Opts(),

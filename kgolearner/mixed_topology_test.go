@@ -262,3 +262,74 @@ func addPartitions(t *testing.T, cl *kgo.Client, topic string, count int32) {
 	require.NoError(t, err)
 	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].ErrorCode), "CreatePartitions")
 }
+
+// TestOldOwnerHandsOverToReadyLearner plays a rolling upgrade that drops a
+// subtopology (the old topology is mixedTopology, the new storyTopology).
+// S1, of the old version, leads; S2, upgraded, joins, and S1 leaves to be
+// upgraded, so S2 leads now. (When its leader is gone, kfake names in turn
+// each member that rejoined the leader in its JoinGroup response, and the
+// last one's SyncGroup counts, groups.go completeRebalance: S1 leaves when
+// S2 alone remains, so that one member leads, as Kafka makes sure.) S3,
+// upgraded, joins and takes its share. S4, of the old version (its
+// instance restarted before its upgrade), joins, and S3 restarts: it
+// leaves, and S4 takes its tasks at once, as a leaving member's; S5, S3
+// back under a new member ID, learns tasks, some of them S4's, and reports
+// them ready. The leader cannot read S4's user data, and S4 cannot read the
+// leader's learned tag, so it never releases a task at a join: the leader
+// must take S4's task from it (S4's kgo revokes and commits it) and give it
+// to S5 in kgo's follow-up, not keep it on S4 at every rebalance while S5,
+// reported ready and not promoted, rejoins after each.
+func TestOldOwnerHandsOverToReadyLearner(t *testing.T) {
+	g := newGroup(t, storyTopology)
+	g.topologies["S1"], g.topologies["S4"] = mixedTopology, mixedTopology
+	require.NoError(t, g.cluster.CreateTopic("clicks", mixedTopology[1].Partitions, nil))
+	lastRound := func(leader string, members int) func() bool {
+		return func() bool {
+			return g.leader == leader && len(g.history) > 0 && len(g.history[len(g.history)-1].Members) == members
+		}
+	}
+	s1 := g.add("S1", true)
+	g.waitFor("S1 to lead alone", lastRound("S1", 1))
+	s2 := g.add("S2", true)
+	g.waitFor("S1 to lead S1 and S2", lastRound("S1", 2))
+	s1.close()
+	g.waitFor("S2 to lead alone", lastRound("S2", 1))
+	s3 := g.add("S3", true)
+	g.waitStable(s2, s3)
+	s4 := g.add("S4", true)
+	g.waitFor("S2 to lead S2 to S4", lastRound("S2", 3))
+	s3.close()
+	g.waitFor("S4 to run S3's tasks", func() bool { return len(g.active) == len(g.stateful) && len(s4.active) > 0 })
+
+	s5 := g.add("S5", false)
+	var fromS4 []string
+	g.waitFor("S5 to learn a task S4 runs", func() bool {
+		fromS4 = nil
+		for task := range s5.learning {
+			if g.active[task] == "S4" {
+				fromS4 = append(fromS4, task)
+			}
+		}
+		return len(fromS4) > 0
+	})
+	g.mu.Lock()
+	before := g.rounds.n
+	g.mu.Unlock()
+	s5.readyAll()
+	g.waitFor(fmt.Sprintf("S5 to take over %v from S4", fromS4), func() bool {
+		return !slices.ContainsFunc(fromS4, func(task string) bool { return g.active[task] != "S5" })
+	})
+	g.waitStable(s2, s4, s5)
+	g.mu.Lock()
+	rounds := g.rounds.n - before
+	var withheld []string
+	for _, r := range g.history[before:] {
+		withheld = append(withheld, r.Withheld...)
+	}
+	leader := g.leader
+	g.mu.Unlock()
+	t.Logf("%d leader rounds from S5's Ready to a stable group; withheld %v", rounds, withheld)
+	assert.Equal(t, "S2", leader, "the leader")
+	assert.Subset(t, withheld, fromS4, "tasks withheld from S4")
+	g.finishExactly()
+}
