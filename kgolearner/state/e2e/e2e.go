@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,6 +68,14 @@ type Config struct {
 	Disk string
 	// Log, if set, receives a line per script step.
 	Log func(format string, args ...any)
+	// Steps, when positive, replaces the script with that many random
+	// changes drawn from Seed: a member joins, leaves (with Deadline),
+	// crashes, or a crashed member returns with the stores it left. After
+	// each, the next change waits for a stable group or, one time in
+	// two, follows within a second, in the middle of the rebalances and
+	// restores the last one started.
+	Steps int
+	Seed  uint64
 }
 
 // Small is the configuration the tests run: seconds, not minutes.
@@ -119,7 +128,7 @@ type Phase struct {
 // Result is one strategy's run.
 type Result struct {
 	Strategy Strategy
-	Phases   []Phase // scale up, scale down, crash and return
+	Phases   []Phase // scale up, scale down, crash and return; or the random steps
 	Total    Phase
 	// ProcessedTwice counts output records emitted twice (the same count
 	// of the same word) during the script: input processed again after a
@@ -205,30 +214,9 @@ func Run(ctx context.Context, cfg Config, s Strategy) (Result, error) {
 	if err := h.waitStable(ctx); err != nil {
 		return res, fmt.Errorf("start: %w", err)
 	}
-	script := []struct {
-		name string
-		do   func() error
-	}{
-		{fmt.Sprintf("scale up %d->%d", cfg.Members, cfg.Members+2), func() error {
-			for i := range 2 {
-				if err := h.start(ctx, fmt.Sprintf("m%d", cfg.Members+i+1)); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
-		{fmt.Sprintf("scale down %d->%d", cfg.Members+2, cfg.Members), func() error {
-			return h.leave(ctx, []string{fmt.Sprintf("m%d", cfg.Members+1), fmt.Sprintf("m%d", cfg.Members+2)})
-		}},
-		{"crash and return", func() error {
-			if err := h.crash("m1"); err != nil {
-				return err
-			}
-			if err := h.waitStable(ctx); err != nil {
-				return err
-			}
-			return h.start(ctx, "m1")
-		}},
+	script := h.fixedScript(ctx)
+	if cfg.Steps > 0 {
+		script = h.randomScript(ctx)
 	}
 	h.resetStalls() // the start's cold restores are not part of the script
 	h.scriptStart = time.Now()
@@ -239,7 +227,9 @@ func Run(ctx context.Context, cfg Config, s Strategy) (Result, error) {
 		if err := step.do(); err != nil {
 			return res, fmt.Errorf("%s: %w", step.name, err)
 		}
-		if err := h.waitStable(ctx); err != nil {
+		if step.hurry > 0 {
+			time.Sleep(step.hurry)
+		} else if err := h.waitStable(ctx); err != nil {
 			return res, fmt.Errorf("%s: %w", step.name, err)
 		}
 		after := h.snapshot()
@@ -247,6 +237,9 @@ func Run(ctx context.Context, cfg Config, s Strategy) (Result, error) {
 		p.Name, p.Took = step.name, time.Since(start)
 		res.Phases = append(res.Phases, p)
 		logf("%s: %s took %v, downtime %v, backlog %d records", s.Name, step.name, p.Took.Round(time.Millisecond), p.Downtime.Round(time.Millisecond), h.backlog())
+	}
+	if err := h.waitStable(ctx); err != nil {
+		return res, fmt.Errorf("the end of the script: %w", err)
 	}
 	stopProducing()
 	if err := <-produced; err != nil {
@@ -264,6 +257,98 @@ func Run(ctx context.Context, cfg Config, s Strategy) (Result, error) {
 	res.Restore = h.rate
 	h.mu.Unlock()
 	return res, h.check(ctx, &res)
+}
+
+// step is one change of a script: do makes it, and the next step waits
+// for a stable group, or only hurry when that is positive.
+type step struct {
+	name  string
+	do    func() error
+	hurry time.Duration
+}
+
+// fixedScript is the measured script: two members join, the same two
+// leave, and m1 crashes and returns.
+func (h *harness) fixedScript(ctx context.Context) []step {
+	n := h.cfg.Members
+	return []step{
+		{name: fmt.Sprintf("scale up %d->%d", n, n+2), do: func() error {
+			for i := range 2 {
+				if err := h.start(ctx, fmt.Sprintf("m%d", n+i+1)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{name: fmt.Sprintf("scale down %d->%d", n+2, n), do: func() error {
+			return h.leave(ctx, []string{fmt.Sprintf("m%d", n+1), fmt.Sprintf("m%d", n+2)})
+		}},
+		{name: "crash and return", do: func() error {
+			if err := h.crash("m1"); err != nil {
+				return err
+			}
+			if err := h.waitStable(ctx); err != nil {
+				return err
+			}
+			return h.start(ctx, "m1")
+		}},
+	}
+}
+
+// randomScript draws Config.Steps changes from Config.Seed (see Steps).
+// The group keeps between one and Members+2 members; the choice is made
+// when the script is drawn, so a seed always plays the same changes.
+func (h *harness) randomScript(ctx context.Context) []step {
+	rng := rand.New(rand.NewPCG(h.cfg.Seed, h.cfg.Seed))
+	live := make([]string, h.cfg.Members)
+	for i := range live {
+		live[i] = fmt.Sprintf("m%d", i+1)
+	}
+	var crashed []string
+	joined := h.cfg.Members
+	take := func(names *[]string) string {
+		i := rng.IntN(len(*names))
+		name := (*names)[i]
+		*names = slices.Delete(*names, i, i+1)
+		return name
+	}
+	script := make([]step, 0, h.cfg.Steps)
+	for range h.cfg.Steps {
+		var actions []string
+		if len(live) < h.cfg.Members+2 {
+			actions = append(actions, "join")
+			if len(crashed) > 0 {
+				actions = append(actions, "return")
+			}
+		}
+		if len(live) > 1 {
+			actions = append(actions, "leave", "crash")
+		}
+		var st step
+		switch actions[rng.IntN(len(actions))] {
+		case "join":
+			joined++
+			name := fmt.Sprintf("m%d", joined)
+			live = append(live, name)
+			st = step{name: name + " joins", do: func() error { return h.start(ctx, name) }}
+		case "return":
+			name := take(&crashed)
+			live = append(live, name)
+			st = step{name: name + " returns", do: func() error { return h.start(ctx, name) }}
+		case "leave":
+			name := take(&live)
+			st = step{name: name + " leaves", do: func() error { return h.leave(ctx, []string{name}) }}
+		case "crash":
+			name := take(&live)
+			crashed = append(crashed, name)
+			st = step{name: name + " crashes", do: func() error { return h.crash(name) }}
+		}
+		if rng.IntN(2) == 0 {
+			st.hurry = time.Duration(rng.IntN(1000)) * time.Millisecond
+		}
+		script = append(script, st)
+	}
+	return script
 }
 
 // harness runs the members and measures them.
