@@ -88,3 +88,42 @@ func BenchmarkHeartbeatRecompute(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTickExpiry measures the Tick at which the sessions of 1,000 of
+// 10,000 members expire at once (a rack lost): every tenth member has not
+// heartbeated for a session timeout, the others half one. Each round's
+// set-up joins the 10,000 members (in the recovery window, so Assign does
+// not run) and takes longer than the Tick: run it with -benchtime=20x.
+func BenchmarkTickExpiry(b *testing.B) {
+	const members = 10_000
+	hbs := make([]Heartbeat, members)
+	for i := range hbs {
+		hbs[i] = Heartbeat{MemberID: fmt.Sprintf("S%05d", i), Epoch: 1}
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for b.Loop() {
+		b.StopTimer()
+		c, err := New([]learner.Task{{ID: "T1"}}, Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		session := c.Config().SessionTimeout
+		for _, hb := range hbs {
+			if _, err := c.Heartbeat(start, hb); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i, hb := range hbs {
+			if i%10 != 0 {
+				hb.Seq = 1
+				if _, err := c.Heartbeat(start.Add(session/2), hb); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.StartTimer()
+		if gone := c.Tick(start.Add(session)); len(gone) != members/10 {
+			b.Fatalf("%d sessions expired, want %d", len(gone), members/10)
+		}
+	}
+}
