@@ -3,6 +3,7 @@ package coordinator
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -141,6 +142,7 @@ type member struct {
 	repActive   set
 	repExtra    []string // active tasks that are not interned
 	repLearning set
+	repStandby  set
 	ready       set // learners reported ready, kept until the learner goes
 	// lag holds the lags reported of interned tasks, by increasing task:
 	// a sorted slice, not a map, since recompute reads every member's in
@@ -164,7 +166,7 @@ type member struct {
 
 // sets returns m's sets of interned tasks, for renumbering.
 func (m *member) sets() []*set {
-	return []*set{&m.repActive, &m.repLearning, &m.ready, &m.tgtActive, &m.tgtLearning, &m.tgtStandby, &m.active, &m.learning, &m.standby, &m.mayRun}
+	return []*set{&m.repActive, &m.repLearning, &m.repStandby, &m.ready, &m.tgtActive, &m.tgtLearning, &m.tgtStandby, &m.active, &m.learning, &m.standby, &m.mayRun}
 }
 
 // New returns a coordinator for the given topology. It fails, wrapping
@@ -527,8 +529,39 @@ func (c *Coordinator) readyNow(m *member, t int32) bool {
 	if m.ready.has(t) {
 		return true
 	}
+	lag, ok := lagOf(m, t)
+	return ok && c.cfg.Options.AcceptableLag > 0 && lag <= c.cfg.Options.AcceptableLag
+}
+
+// lagOf returns the lag m reported of task t, if it reported one.
+func lagOf(m *member, t int32) (int64, bool) {
 	i, ok := slices.BinarySearchFunc(m.lag, t, func(l learner.IndexedLag, t int32) int { return cmp.Compare(l.Task, t) })
-	return ok && c.cfg.Options.AcceptableLag > 0 && m.lag[i].Lag <= c.cfg.Options.AcceptableLag
+	if !ok {
+		return 0, false
+	}
+	return m.lag[i].Lag, true
+}
+
+// holds reports whether m reported holding state of task t: running it,
+// learning it or keeping its standby.
+func (m *member) holds(t int32) bool {
+	return m.repStandby.has(t) || m.repActive.has(t) || m.repLearning.has(t)
+}
+
+// warmth returns what Assign reads of m's report about its target's
+// learners and standbys: each learner's readiness, and whether m holds each
+// standby and has it caught up (no lag reported, or one within
+// Options.AcceptableLag). A change in it changes Assign's input.
+func (c *Coordinator) warmth(m *member) []bool {
+	out := make([]bool, 0, len(m.tgtLearning)+2*len(m.tgtStandby))
+	for _, t := range m.tgtLearning {
+		out = append(out, c.readyNow(m, t))
+	}
+	for _, t := range m.tgtStandby {
+		lag, ok := lagOf(m, t)
+		out = append(out, m.holds(t), !ok || lag <= c.cfg.Options.AcceptableLag)
+	}
+	return out
 }
 
 // report records a heartbeat that is not older than what m reported before:
@@ -542,16 +575,14 @@ func (c *Coordinator) readyNow(m *member, t int32) bool {
 // its state fell behind again) is not ready, and is not promoted on the
 // strength of an older report.
 func (c *Coordinator) report(m *member, hb Heartbeat) {
-	wasReady := make([]bool, len(m.tgtLearning))
-	for i, t := range m.tgtLearning {
-		wasReady[i] = c.readyNow(m, t)
-	}
+	was := c.warmth(m)
 	m.acked, m.seq = hb.Epoch, hb.Seq
 	m.lastHeard = c.now
 	active, extra := c.intern(hb.Active)
 	m.repExtra = extra
 	c.setRepActive(m, active)
 	m.repLearning, _ = c.intern(hb.Learning)
+	m.repStandby, _ = c.intern(hb.Standby)
 	ready, _ := c.intern(hb.Ready) // a subset of Learning: validate checked
 	if hb.Seq == 0 {
 		ready = union(ready, slices.DeleteFunc(m.ready, func(t int32) bool { return !m.repLearning.has(t) }))
@@ -569,10 +600,8 @@ func (c *Coordinator) report(m *member, hb Heartbeat) {
 	}
 	m.leaving = m.leaving || hb.Leaving
 	m.capacity, m.rack = hb.Capacity, hb.Rack
-	for i, t := range m.tgtLearning {
-		if c.readyNow(m, t) != wasReady[i] {
-			c.dirty = true
-		}
+	if !slices.Equal(was, c.warmth(m)) {
+		c.dirty = true
 	}
 }
 
@@ -622,6 +651,7 @@ func (c *Coordinator) reconcile(m *member) error {
 // BenchmarkHeartbeatRecompute, bench/results/coordinator-recompute).
 func (c *Coordinator) recompute() error {
 	mds := make([]learner.IndexedMember, len(c.members))
+	var learnt []bool // c.learnt(), made when first needed
 	for i, m := range c.members {
 		md := learner.IndexedMember{
 			ID:       m.id,
@@ -641,6 +671,27 @@ func (c *Coordinator) recompute() error {
 		for _, l := range m.lag {
 			if c.inTopo[l.Task] && !m.tgtActive.has(l.Task) {
 				md.Lag = append(md.Lag, l)
+			}
+		}
+		// A standby of the target that m has not reported holding has no
+		// state yet, as far as the coordinator knows. Told of with no lag,
+		// Assign would count it caught up and release at once the copy it
+		// replaces, which rule 13 keeps until the new one reports caught up.
+		// (Once m reports its target's standbys, the steady state, there
+		// is none.) Not so for a task some member learns: a lag, even the
+		// largest, ranks before none, and a learner reporting none would
+		// lose the task to the unstarted standby if its owner went.
+		if !slices.Equal(m.tgtStandby, m.repStandby) {
+			for _, t := range m.tgtStandby {
+				if _, ok := lagOf(m, t); ok || m.holds(t) {
+					continue
+				}
+				if learnt == nil {
+					learnt = c.learnt()
+				}
+				if !learnt[t] {
+					md.Lag = append(md.Lag, learner.IndexedLag{Task: t, Lag: math.MaxInt64})
+				}
 			}
 		}
 		mds[i] = md
@@ -667,6 +718,18 @@ func (c *Coordinator) recompute() error {
 	// fixed point (the budget, for one, places learners step by step).
 	c.dirty = changed
 	return nil
+}
+
+// learnt returns, by interned task, whether some member learns it in the
+// target.
+func (c *Coordinator) learnt() []bool {
+	out := make([]bool, len(c.tasks))
+	for _, m := range c.members {
+		for _, t := range m.tgtLearning {
+			out[t] = true
+		}
+	}
+	return out
 }
 
 // revoked returns the topology's tasks m runs that its target no longer

@@ -430,3 +430,60 @@ func TestUnknownBurialsBounded(t *testing.T) {
 	_, err = c.Heartbeat(t0, Heartbeat{MemberID: "J99"})
 	assert.ErrorIs(t, err, ErrFenced, "a late join of a member that left")
 }
+
+// TestStandbyMovesWarm: when Assign moves a task's standby to a member
+// that has no copy (here to a new member on another rack), the old copy
+// stays, an extra standby, until the new one reports caught up (rule 13 of
+// docs/rules.md), then goes. The new copy is only in the target until its
+// member applies it, and a standby Assign is told of with no lag counts as
+// caught up: the old copy must not go before the new one is even started.
+func TestStandbyMovesWarm(t *testing.T) {
+	c, err := New([]learner.Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}},
+		Config{Options: learner.Options{Standbys: 1, AcceptableLag: 10}, SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
+	require.NoError(t, err)
+	s1, s2, s3 := NewMember("S1"), NewMember("S2"), NewMember("S3")
+	s1.SetCapacity(0, "a")
+	s2.SetCapacity(0, "a")
+	s3.SetCapacity(0, "b")
+	now := t0
+	// beat heartbeats the members in turn, learners ready at once; S3
+	// reports lag of each of its standbys, the others none (caught up).
+	beat := func(lag int64, ms ...*Member) {
+		for range 4 {
+			now = now.Add(time.Second)
+			for _, m := range ms {
+				hb := m.Heartbeat()
+				for _, task := range hb.Learning {
+					m.Restored(task)
+				}
+				if m == s3 {
+					for _, task := range hb.Standby {
+						require.NoError(t, m.SetLag(task, lag))
+					}
+				}
+				beatApply(t, c, now, m)
+			}
+		}
+	}
+	// copies returns the members that run or keep a standby of each task.
+	copies := func() map[string][]string {
+		out := map[string][]string{}
+		for _, m := range []*Member{s1, s2, s3} {
+			hb := m.Heartbeat()
+			for _, task := range append(hb.Active, hb.Standby...) {
+				out[task] = append(out[task], m.ID())
+			}
+		}
+		return out
+	}
+	beat(0, s1, s2)
+	require.Equal(t, map[string][]string{"T1": {"S1", "S2"}, "T2": {"S1", "S2"}}, copies(), "S1 and S2 each run a task and keep the other's standby")
+
+	beat(1000, s1, s2, s3) // S3's standbys replay
+	moved := s3.Heartbeat().Standby
+	require.Len(t, moved, 1, "one standby moves to S3, on the other rack")
+	assert.Len(t, copies()[moved[0]], 3, "%s's standby moved to S3, which has replayed little: its old copy stays (copies %v, target %v)", moved[0], copies(), c.Target())
+
+	beat(5, s1, s2, s3) // caught up
+	assert.Len(t, copies()[moved[0]], 2, "S3's standby of %s has caught up: the old copy goes (copies %v)", moved[0], copies())
+}
