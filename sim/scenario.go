@@ -152,6 +152,7 @@ const (
 // Events come in time order, within the duration. A scenario has at most
 // 10,000 tasks, 2,000 members, 10,000 events and 100,000 IDs written
 // (ranges expanded), lines of at most 1 MB and MaxScenarioSize bytes.
+// Check, which Run calls, also bounds its Work.
 func Parse(src string) (*Scenario, error) {
 	if len(src) > MaxScenarioSize {
 		return nil, fmt.Errorf("sim: scenario of %d bytes, longer than %d bytes: %w", len(src), MaxScenarioSize, ErrScenario)
@@ -256,7 +257,9 @@ func Parse(src string) (*Scenario, error) {
 	case len(sc.Members) == 0:
 		return nil, fmt.Errorf("sim: no members at time zero: %w", ErrScenario)
 	}
-	if err := sc.Check(); err != nil {
+	// Not Check: the work bound waits for the settings a caller may still
+	// change (the command's -duration shortens a long scenario).
+	if err := sc.checkSettings(); err != nil {
 		return nil, err
 	}
 	return sc, nil
@@ -336,9 +339,24 @@ func (ds durationSetting) check(line int) error {
 
 // Check reports the first setting out of range, then the first event after
 // the duration (naming its line: the simulation would never reach it) or
-// with a leave deadline or restart delay out of range.
-// Parse and Run call it; so does the command after applying its flags.
+// with a leave deadline or restart delay out of range, then a Work past
+// MaxWork. Run calls it; so does the command after applying its flags.
+// Parse checks all but the Work.
 func (sc *Scenario) Check() error {
+	if err := sc.checkSettings(); err != nil {
+		return err
+	}
+	// Each setting is bounded, their product is not: 2,000 members for
+	// 1000h, or 10,000 events in a group of 10,000 tasks, would run for
+	// hours or fill memory.
+	if w := sc.Work(); w.Total > MaxWork {
+		return &WorkError{Work: w}
+	}
+	return nil
+}
+
+// checkSettings is Check without the Work.
+func (sc *Scenario) checkSettings() error {
 	for _, ds := range sc.durations() {
 		if err := ds.check(0); err != nil {
 			return err
@@ -383,6 +401,86 @@ func (sc *Scenario) Check() error {
 	}
 	return nil
 }
+
+// Work is what simulating a scenario under every strategy costs, in
+// entries: a member or a task copy (a task's active, or a standby of a
+// stateful one) in a heartbeat or a rebalance. See Scenario.Work.
+type Work struct {
+	Members, TaskCopies int
+	// Heartbeats is each member's over the duration, Events the script's,
+	// Probings the warm-up strategy's probing rebalances at most.
+	Heartbeats, Events, Probings int64
+	// Total is (Members + TaskCopies) x (Heartbeats + 600 x Events + 40 x
+	// Probings), at most math.MaxInt64.
+	Total int64
+}
+
+// Work weights, measured against a heartbeat (about a microsecond an entry
+// on two cores): an event starts rebalances under every strategy, and
+// every round is kept for the log and the picture (200 restarts of 100
+// members with 2,000 tasks took 94 s and 2.5 GB); a probing rebalance is
+// the warm-up strategy's alone.
+const (
+	eventWork   = 600
+	probingWork = 40
+)
+
+// MaxWork bounds a scenario's Work.Total, and the command line's suite's
+// sum: a few minutes and about a gigabyte at most (measured on two cores:
+// 1,000 members with 8,000 tasks for 6h, 198 million, more than 4.5
+// minutes of CPU and 1.6 GB; 200 restarts of 100 members with 2,000 tasks,
+// 504 million, 94 s and 2.5 GB; at the bound, 1,000 members with 3,800
+// tasks, 99.9 million, 109 s of CPU and 1.0 GB).
+const MaxWork = 100_000_000
+
+// Work estimates what simulating sc costs: the coordinator strategy
+// simulates every member's heartbeat, each listing the member's tasks, and
+// every strategy rebalances at each event, each round listing every member
+// and task copy, so the cost is the group's entries times the heartbeats
+// and (weighted) rebalances. Members counts those that join; Probings is
+// the duration over the probing interval (the warm-up strategy probes only
+// while warm-ups catch up, but a slow restore keeps them at it).
+func (sc *Scenario) Work() Work {
+	w := Work{Members: len(sc.Members), TaskCopies: len(sc.Tasks), Events: int64(len(sc.Events))}
+	for _, ev := range sc.Events {
+		if ev.Kind == Join {
+			w.Members += len(ev.Members)
+		}
+	}
+	for _, t := range sc.Tasks {
+		if t.Size > 0 {
+			w.TaskCopies += max(sc.Standbys, 0)
+		}
+	}
+	if hb := heartbeatEvery(sc); hb > 0 {
+		w.Heartbeats = int64(sc.Duration / hb)
+	}
+	if sc.ProbingInterval > 0 {
+		w.Probings = int64(sc.Duration / sc.ProbingInterval)
+	}
+	// In floating point: Work is exported, for scenarios Check has not
+	// bounded.
+	total := float64(w.Members+w.TaskCopies) * (float64(w.Heartbeats) + eventWork*float64(w.Events) + probingWork*float64(w.Probings))
+	w.Total = math.MaxInt64
+	if total < math.MaxInt64 {
+		w.Total = int64(total)
+	}
+	return w
+}
+
+// WorkError reports a scenario whose settings are each in range but whose
+// Work is more than MaxWork.
+type WorkError struct{ Work Work }
+
+// Error shows the product and its factors, and what would shrink them.
+func (e *WorkError) Error() string {
+	w := e.Work
+	return fmt.Sprintf("sim: too large to simulate: (%d members + %d task copies) x (%d heartbeats + %d x %d events + %d x %d probing rebalances) is %d entries, more than %d (a few minutes, a gigabyte); shorten the duration, lengthen the session timeout or the probing interval, or take fewer members, tasks, standbys or events: %v",
+		w.Members, w.TaskCopies, w.Heartbeats, eventWork, w.Events, probingWork, w.Probings, w.Total, MaxWork, ErrScenario)
+}
+
+// Unwrap returns ErrScenario.
+func (e *WorkError) Unwrap() error { return ErrScenario }
 
 // checkDelay bounds a leave's deadline and a restart's time down like the
 // duration, so that the engine's time arithmetic on them cannot overflow

@@ -845,6 +845,47 @@ func TestCheckLimits(t *testing.T) {
 	}
 }
 
+// TestWorkBound: settings each in range whose product would run for hours
+// or fill memory (2,000 members for 1000h; restarts of a large group, each
+// round kept; probing every second at a restore that never ends; every
+// count at its limit) are refused by Check, which Run calls, with the
+// factors; Parse leaves them to it, as a caller may still shorten them.
+// The default scenario is far below the bound.
+func TestWorkBound(t *testing.T) {
+	events := strings.Repeat("at 1m crash-leader\n", 10000-2)
+	for _, tc := range []struct{ src, want string }{
+		{"duration 1h\ntasks T1-T10000 size 1\nmembers S1-S1999\nat 1m join S2000\n" + events + "at 1m leave S1-S2\n",
+			"(2000 members + 10000 task copies) x (1200 heartbeats + 600 x 10000 events + 40 x 6 probing rebalances) is 72017280000 entries"},
+		{"duration 1000h\nsession-timeout 1s\ntasks T1 size 1\nmembers S1-S2000\n",
+			"(2000 members + 1 task copies) x (10800000 heartbeats + 600 x 0 events + 40 x 6000 probing rebalances)"},
+		{"duration 2h\nstandbys 1\ntasks T1-T2000 size 100\nmembers S1-S100\n" + strings.Repeat("at 1m restart S1\n", 200),
+			"(100 members + 4000 task copies) x (2400 heartbeats + 600 x 200 events + 40 x 12 probing rebalances)"},
+		{"duration 1000h\nprobing-interval 1s\ntasks T1-T100 size 8000\nmembers S1-S10 rate 0.001\nat 1m join S11\n",
+			"(11 members + 100 task copies) x (1200000 heartbeats + 600 x 1 events + 40 x 3600000 probing rebalances)"},
+	} {
+		sc := parse(t, tc.src)
+		err := sc.Check()
+		var work *WorkError
+		if assert.ErrorAs(t, err, &work, "Check() of %.60q...", tc.src) {
+			assert.Greater(t, work.Work.Total, int64(MaxWork))
+			assert.ErrorIs(t, err, ErrScenario)
+			assert.Contains(t, err.Error(), tc.want)
+		}
+		_, err = Run(sc, StopTheWorld)
+		assert.ErrorAs(t, err, &work, "Run() of %.60q...", tc.src)
+	}
+
+	text, err := DefaultText(Defaults)
+	require.NoError(t, err)
+	sc := parse(t, text)
+	w := sc.Work()
+	assert.Equal(t, Work{Members: 13, TaskCopies: 96 + 80, Heartbeats: 7200, Events: 5, Probings: 36, Total: 189 * (7200 + 600*5 + 40*36)}, w)
+	assert.Less(t, 10*w.Total, int64(MaxWork), "the default scenario, at a tenth of the bound")
+	sc.Duration = 1000 * time.Hour
+	var work *WorkError
+	assert.ErrorAs(t, sc.Check(), &work, "the default scenario for 1000h")
+}
+
 // TestRecordOnlyWhenDirty: recording after the events that marked the state
 // dirty gives the results of recording after every event, on the test
 // scenarios and a few of the suite's, under every strategy: no change

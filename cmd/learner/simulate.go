@@ -25,6 +25,13 @@ rebalances (KIP-441), each with the scenario's standby replicas. Without
 format. With -suite N it plays N random scenarios drawn from -seed and
 prints each strategy's totals.
 
+Each setting is bounded, and so is their product: a run's work, (members +
+task copies) x (heartbeats + 600 x events + 40 x probing rebalances), is at
+most %d entries (a few minutes, a gigabyte), a suite's summed over
+its scenarios. A larger one is refused before it runs, with its factors:
+shorten -duration, lengthen -session-timeout or -probing-interval, or take
+fewer -members, -tasks, -standbys or events.
+
 flags:
 `
 
@@ -41,7 +48,7 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	var usageText bytes.Buffer
 	fs.SetOutput(&usageText)
 	fs.Usage = func() {
-		fmt.Fprint(&usageText, simulateUsage)
+		fmt.Fprintf(&usageText, simulateUsage, sim.MaxWork)
 		fs.PrintDefaults()
 	}
 	fail := func(format string, args ...any) int {
@@ -139,16 +146,33 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		}
 		return sc.Check()
 	}
+	// tooLarge adds to a scenario's error the flags given that make its
+	// work (sim.Scenario.Work) what it is, if any.
+	tooLarge := func(err error) int {
+		var given []string
+		for _, name := range []string{"members", "tasks", "stateless", "standbys", "duration", "session-timeout", "probing-interval"} {
+			if set[name] {
+				given = append(given, "-"+name+" "+fs.Lookup(name).Value.String())
+			}
+		}
+		if len(given) == 0 {
+			return fail("%v", err)
+		}
+		return fail("%v (given %s)", err, strings.Join(given, ", "))
+	}
 	// flagError names the flag behind a setting out of range; scenario
 	// names the scenario it was applied to.
 	flagError := func(err error, scenario string) int {
 		var re *sim.RangeError
 		var late *sim.LateEventError
+		var work *sim.WorkError
 		switch {
 		case errors.As(err, &re) && set[re.Name]:
 			return fail("-%s %s: want %s", re.Name, re.Got, re.Want)
 		case errors.As(err, &late) && set["duration"]:
 			return fail("-duration %v: want at least %v (line %d of %s has a %s event then)", *duration, late.Event.At, late.Event.Line, scenario, late.Event.Kind)
+		case errors.As(err, &work):
+			return tooLarge(err)
 		}
 		return fail("%v", err)
 	}
@@ -158,7 +182,9 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 			return fail("-suite %d: want 1 to %d", *suite, sim.MaxSuite)
 		}
 		// Check the overrides on every scenario before the run: a
-		// -duration one scenario fits may cut another's events off.
+		// -duration one scenario fits may cut another's events off. The
+		// suite's work is its scenarios', one after the other.
+		var work int64
 		for i := range *suite {
 			sc, err := sim.Parse(sim.SuiteText(p.Seed, i))
 			if err == nil {
@@ -167,6 +193,10 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 			if err != nil {
 				return flagError(err, fmt.Sprintf("suite scenario %d of seed %d", i, p.Seed))
 			}
+			work += sc.Work().Total // each at most sim.MaxWork: no overflow
+		}
+		if work > sim.MaxWork {
+			return tooLarge(fmt.Errorf("-suite %d: its scenarios are %d entries of work together, more than %d (a few minutes); want fewer scenarios, a shorter -duration or a longer -session-timeout", *suite, work, int64(sim.MaxWork)))
 		}
 		totals, err := sim.RunSuite(*suite, p.Seed, adjust)
 		if err != nil {

@@ -113,7 +113,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"-standbys", "9"}, "-standbys 9: want 0 to 8"},
 		{[]string{"-replay-lag", "-1s"}, "-replay-lag -1s: want 0s to 1h0m0s"},
 		{[]string{"-handover", "twice"}, `-handover "twice": want one-round, follow-up, withhold or follow-up-ready`},
-		{[]string{"-suite", "0"}, "-suite 0: want 1 to 10000"},
+		{[]string{"-suite", "0"}, "-suite 0: want 1 to 200"},
 		{[]string{"-suite", "2", "-members", "5"}, "-members shapes the default scenario; it cannot be used with -suite"},
 		{[]string{"-suite", "2", "-svg", "x.svg"}, "-svg works on one scenario; it cannot be used with -suite"},
 		{[]string{"-suite", "2", "-pause", "-1s"}, "-pause -1s: want 0s to 1h0m0s"},
