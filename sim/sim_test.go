@@ -884,6 +884,18 @@ func TestWorkBound(t *testing.T) {
 	sc.Duration = 1000 * time.Hour
 	var work *WorkError
 	assert.ErrorAs(t, sc.Check(), &work, "the default scenario for 1000h")
+
+	// A suite's scenarios, each within the bound, together past it:
+	// refused before any runs.
+	ran := 0
+	_, err = RunSuite(100, 1071, func(sc *Scenario) error {
+		ran++
+		sc.Duration = 100 * time.Hour
+		return nil
+	})
+	require.ErrorIs(t, err, ErrScenario)
+	assert.ErrorContains(t, err, "sim: suite of 100 scenarios: 941405400 entries of work together")
+	assert.Equal(t, 100, ran, "scenarios adjusted")
 }
 
 // TestRecordOnlyWhenDirty: recording after the events that marked the state

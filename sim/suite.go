@@ -91,7 +91,10 @@ func RunSuite(n int, seed uint64, adjust func(*Scenario) error) ([]Metrics, erro
 	if n < 1 || n > MaxSuite {
 		return nil, fmt.Errorf("sim: suite of %d scenarios: want 1 to %d", n, MaxSuite)
 	}
-	totals := make([]Metrics, len(strategies))
+	// Every scenario is drawn and checked before any runs: their work
+	// together is bounded too.
+	scs := make([]*Scenario, n)
+	var work int64
 	for i := range n {
 		sc, err := Parse(SuiteText(seed, i))
 		if err != nil {
@@ -102,6 +105,17 @@ func RunSuite(n int, seed uint64, adjust func(*Scenario) error) ([]Metrics, erro
 				return nil, err
 			}
 		}
+		if err := sc.Check(); err != nil {
+			return nil, fmt.Errorf("sim: suite seed %d scenario %d: %w", seed, i, err)
+		}
+		work += sc.Work().Total // each at most MaxWork (Check): no overflow
+		scs[i] = sc
+	}
+	if err := CheckSuiteWork(n, work); err != nil {
+		return nil, err
+	}
+	totals := make([]Metrics, len(strategies))
+	for i, sc := range scs {
 		for _, s := range Strategies() {
 			r, err := Run(sc, s)
 			if err != nil {
@@ -111,6 +125,17 @@ func RunSuite(n int, seed uint64, adjust func(*Scenario) error) ([]Metrics, erro
 		}
 	}
 	return totals, nil
+}
+
+// CheckSuiteWork reports a suite of n scenarios whose Work totals, summed
+// (work), are more than MaxWork: each scenario's is bounded, and so are
+// they together, one run after the other.
+func CheckSuiteWork(n int, work int64) error {
+	if work > MaxWork {
+		return fmt.Errorf("sim: suite of %d scenarios: %d entries of work together, more than %d (a few minutes); want fewer scenarios, a shorter duration or a longer session timeout: %w",
+			n, work, int64(MaxWork), ErrScenario)
+	}
+	return nil
 }
 
 // add sums o into m; peaks take the maximum.

@@ -195,8 +195,8 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 			}
 			work += sc.Work().Total // each at most sim.MaxWork: no overflow
 		}
-		if work > sim.MaxWork {
-			return tooLarge(fmt.Errorf("-suite %d: its scenarios are %d entries of work together, more than %d (a few minutes); want fewer scenarios, a shorter -duration or a longer -session-timeout", *suite, work, int64(sim.MaxWork)))
+		if err := sim.CheckSuiteWork(*suite, work); err != nil {
+			return tooLarge(err)
 		}
 		totals, err := sim.RunSuite(*suite, p.Seed, adjust)
 		if err != nil {
