@@ -250,8 +250,9 @@ type balancePlan struct {
 // receiver has local state for, smallest reported lag first, then standbys
 // (rule 8); a stateless task (it moves for free); its first task in
 // topology order; last, a stateful task it was given this round, which it
-// now runs (takePlaced). Learners, and tasks that already move this round,
-// never move again: no half-way bounce.
+// now runs (takePlaced), at once to a receiver that reported it ready.
+// Learners, and tasks that already move this round, never move again: no
+// half-way bounce.
 func (g *group) balance() {
 	if g.staying < 2 {
 		return
@@ -366,7 +367,8 @@ func (p *balancePlan) run() {
 		p.donors.remove(l)
 		p.shed.settle(l)
 		t, sub := p.shed.take(h, l)
-		if t == none {
+		placed := t == none
+		if placed {
 			t, sub = p.takePlaced(h)
 		}
 		if t == none {
@@ -377,7 +379,17 @@ func (p *balancePlan) run() {
 		// re-sift h while l still has its old key, then l. (The spread
 		// counts change l's key only: h's upper bound stays.) Level queues
 		// read loads when asked, so their fix does nothing.
-		p.move(t, h, l) // h owns t: take gives only h's own tasks
+		if placed && p.reportedReady(l, t) {
+			// l learned t too and is ready, but h won t (two members
+			// reported learning it): l takes it at once. As its learner
+			// it would never be promoted: l reported it ready at this
+			// join, and a Worker rejoins only for learners ready since.
+			p.setOwner(t, l)
+			p.load[h]--
+			p.load[l]++
+		} else {
+			p.move(t, h, l) // h owns t: take gives only h's own tasks
+		}
 		p.load[l]--
 		p.donors.fix(h)
 		p.recv.fix(h)
@@ -417,6 +429,12 @@ func (p *balancePlan) takePlaced(h int32) (t, sub int32) {
 	}
 	p.placedNext[h] = int32(len(row))
 	return none, none
+}
+
+// reportedReady reports whether member m reported a learner of t that is
+// ready (readyBy).
+func (g *group) reportedReady(m, t int32) bool {
+	return g.readyBy.start != nil && slices.Contains(g.readyBy.row(m), t)
 }
 
 // listPlaced lists, by owner, the stateful tasks placed this round (fixed)

@@ -493,3 +493,49 @@ func TestWorkersRebalanceUntilBalancedAfterCrash(t *testing.T) {
 		assert.Len(t, x.Assigned, 2, "%s runs %v when no member rejoins any more:\n%s", x.MemberID, x.Assigned, FormatAssignments(as))
 	}
 }
+
+// TestWorkersPromoteLearnerThatLostAContest: S1, leaving, hands T1-T3
+// over to learners on S3 while S2 is out of the group; S2 comes back, under
+// its ID, with the state of an older assignment in which it learned T1-T3
+// too, just as S1 shuts down. Both report T1-T3 ready: S2 wins them (first
+// in ID order), S3's learners are dropped, and balancing moves one back to
+// S3. S3 reported that task ready at this join, so as a learner its Worker
+// would have no news to rejoin for: never promoted, the task learned on S2
+// for good, the group at rest at S2 3, S3 1. Every learner the group is
+// left with must lead to a rejoin.
+func TestWorkersPromoteLearnerThatLostAContest(t *testing.T) {
+	tasks := []Task{{"T1", true}, {"T2", true}, {"T3", true}, {"T4", true}}
+	a, err := New(tasks, Options{})
+	require.NoError(t, err)
+	s2 := joined(t, RejoinStable, Assignment{MemberID: "S2", Learning: []string{"T1", "T2", "T3"}})
+	s3 := joined(t, RejoinStable, Assignment{MemberID: "S3", Assigned: []string{"T4"}, Learning: []string{"T1", "T2", "T3"}})
+	for _, w := range []*Worker{s2, s3} {
+		for _, id := range []string{"T1", "T2", "T3"} {
+			require.True(t, w.Restored(id))
+		}
+	}
+	ws := []*Worker{s2, s3} // S1, which ran T1-T3, crashed
+	var as []Assignment
+	for n := 0; n == 0 || slices.ContainsFunc(ws, func(w *Worker) bool { return w.ShouldRejoin(t0) }); n++ {
+		require.Less(t, n, 5, "the group keeps rebalancing:\n%s", FormatAssignments(as))
+		var ms []MemberMetadata
+		for _, w := range ws {
+			ms = append(ms, w.Join())
+		}
+		as, err = a.Assign(ms)
+		require.NoError(t, err)
+		vs := learnertest.Check(tasks, Options{}, ms, as)
+		require.Empty(t, vs, "breaks rules:\n%s", learnertest.FormatViolations(vs))
+		for i, w := range ws {
+			_, err := w.Apply(as[i])
+			require.NoError(t, err)
+			for _, id := range as[i].Learning {
+				w.Restored(id) // every learner replays before the next rebalance
+			}
+		}
+	}
+	for _, x := range as {
+		assert.Empty(t, x.Learning, "%s learns %v when no member rejoins any more:\n%s", x.MemberID, x.Learning, FormatAssignments(as))
+		assert.Len(t, x.Assigned, 2, "%s runs %v when no member rejoins any more:\n%s", x.MemberID, x.Assigned, FormatAssignments(as))
+	}
+}

@@ -541,6 +541,11 @@ func (c *checker) learnerRules(t int, o *outputView) {
 			c.add("one-learner", c.memberID(l), id, "learner on a leaving member")
 		}
 	}
+	if l := o.learner[t]; l >= 0 && v.ready[l][t] {
+		// Whatever the competition: a Worker rejoins only for learners
+		// ready since its last join, so this one would never be promoted.
+		c.add("promote", c.memberID(l), id, "learner reported ready left learning")
+	}
 	if len(v.learners[t]) != 1 || !v.tasks[t].Stateful {
 		return // competing learners or a stateless task: no promise
 	}

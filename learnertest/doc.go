@@ -37,7 +37,9 @@
 //	promote       a ready learner of a staying member owns its task
 //	              (keep-learner and promote exempt tasks that several
 //	              members reported learning, and stateless tasks, which
-//	              move at once anyway)
+//	              move at once anyway); whatever the competition, no
+//	              member learns a task whose learner it reported ready (a
+//	              Worker rejoins only for learners ready since its join)
 //	stateful-move a stateful task with an owner in the input stays with that
 //	              owner (the best claim: assigned beats revoked, staying
 //	              beats leaving, then natural ID order) or goes to a ready
