@@ -651,7 +651,7 @@ func (c *Coordinator) reconcile(m *member) error {
 // BenchmarkHeartbeatRecompute, bench/results/coordinator-recompute).
 func (c *Coordinator) recompute() error {
 	mds := make([]learner.IndexedMember, len(c.members))
-	var learnt []bool // c.learnt(), made when first needed
+	var learnt, unstarted []bool // by task, made when first needed
 	for i, m := range c.members {
 		md := learner.IndexedMember{
 			ID:       m.id,
@@ -691,10 +691,30 @@ func (c *Coordinator) recompute() error {
 				}
 				if !learnt[t] {
 					md.Lag = append(md.Lag, learner.IndexedLag{Task: t, Lag: math.MaxInt64})
+					if unstarted == nil {
+						unstarted = make([]bool, len(c.tasks))
+					}
+					unstarted[t] = true
 				}
 			}
 		}
 		mds[i] = md
+	}
+	// The copies such a standby replaces, kept until it catches up, are
+	// caught up when their members report them running or kept as
+	// standbys with no lag (warmth), and must still rank before it: else,
+	// if the task's owner went, it would go to the unstarted copy, cold,
+	// with a caught-up one at hand. (A learner reporting no lag is not
+	// caught up: it would say Ready.)
+	if unstarted != nil {
+		for i, m := range c.members {
+			for _, t := range m.tgtStandby {
+				_, ok := lagOf(m, t)
+				if unstarted[t] && !ok && (m.repStandby.has(t) || m.repActive.has(t)) {
+					mds[i].Lag = append(mds[i].Lag, learner.IndexedLag{Task: t})
+				}
+			}
+		}
 	}
 	as, err := c.assignor.AssignIndexed(mds)
 	if err != nil {

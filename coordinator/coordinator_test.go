@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -431,6 +432,20 @@ func TestUnknownBurialsBounded(t *testing.T) {
 	assert.ErrorIs(t, err, ErrFenced, "a late join of a member that left")
 }
 
+// rackedGroup returns a coordinator of two stateful tasks with opts, S1 and
+// S2 on rack a and S3 on rack b, none of them heartbeating yet.
+func rackedGroup(t *testing.T, opts learner.Options) (c *Coordinator, s1, s2, s3 *Member) {
+	t.Helper()
+	c, err := New([]learner.Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}},
+		Config{Options: opts, SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
+	require.NoError(t, err)
+	s1, s2, s3 = NewMember("S1"), NewMember("S2"), NewMember("S3")
+	s1.SetCapacity(0, "a")
+	s2.SetCapacity(0, "a")
+	s3.SetCapacity(0, "b")
+	return c, s1, s2, s3
+}
+
 // TestStandbyMovesWarm: when Assign moves a task's standby to a member
 // that has no copy (here to a new member on another rack), the old copy
 // stays, an extra standby, until the new one reports caught up (rule 13 of
@@ -438,13 +453,7 @@ func TestUnknownBurialsBounded(t *testing.T) {
 // member applies it, and a standby Assign is told of with no lag counts as
 // caught up: the old copy must not go before the new one is even started.
 func TestStandbyMovesWarm(t *testing.T) {
-	c, err := New([]learner.Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}},
-		Config{Options: learner.Options{Standbys: 1, AcceptableLag: 10}, SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
-	require.NoError(t, err)
-	s1, s2, s3 := NewMember("S1"), NewMember("S2"), NewMember("S3")
-	s1.SetCapacity(0, "a")
-	s2.SetCapacity(0, "a")
-	s3.SetCapacity(0, "b")
+	c, s1, s2, s3 := rackedGroup(t, learner.Options{Standbys: 1, AcceptableLag: 10})
 	now := t0
 	// beat heartbeats the members in turn, learners ready at once; S3
 	// reports lag of each of its standbys, the others none (caught up).
@@ -486,4 +495,64 @@ func TestStandbyMovesWarm(t *testing.T) {
 
 	beat(5, s1, s2, s3) // caught up
 	assert.Len(t, copies()[moved[0]], 2, "S3's standby of %s has caught up: the old copy goes (copies %v)", moved[0], copies())
+}
+
+// TestOrphanGoesToWarmStandbyNotUnstarted: a standby moved to a member
+// that has not started it yet must not outrank the copy it replaces, kept
+// and caught up, when the task's owner goes: here S3 joins on another rack
+// and is given a standby whose owner has already crashed (its session ends
+// before S3 heartbeats again). The old standby's member reports no lag (it
+// is caught up), so the task must go to it, not to S3, which has no state.
+func TestOrphanGoesToWarmStandbyNotUnstarted(t *testing.T) {
+	// play runs the history, S1 or S2 (crash, if not "") heartbeating for
+	// the last time just before S3 joins; it returns the task whose
+	// standby moved to S3, its owner then, and the target once crash's
+	// session has ended.
+	play := func(crash string) (moved, owner string, target []learner.Assignment) {
+		c, s1, s2, s3 := rackedGroup(t, learner.Options{Standbys: 1})
+		now := t0
+		for range 4 {
+			now = now.Add(time.Second)
+			for _, m := range []*Member{s1, s2} {
+				for _, task := range m.Heartbeat().Learning {
+					m.Restored(task)
+				}
+				beatApply(t, c, now, m)
+			}
+		}
+		crashed := now
+		now = now.Add(5 * time.Second)
+		for _, m := range []*Member{s1, s2} {
+			if m.ID() != crash {
+				beatApply(t, c, now, m)
+			}
+		}
+		beatApply(t, c, now, s3)
+		moved = s3.Heartbeat().Standby[0]
+		for _, a := range c.Target() {
+			if slices.Contains(a.Assigned, moved) {
+				owner = a.MemberID
+			}
+		}
+		if crash != "" {
+			require.Equal(t, []string{crash}, c.Tick(crashed.Add(10*time.Second)), "%s's session ends", crash)
+			for _, m := range []*Member{s1, s2} {
+				if m.ID() != crash {
+					beatApply(t, c, crashed.Add(10*time.Second), m)
+				}
+			}
+		}
+		return moved, owner, c.Target()
+	}
+	moved, owner, _ := play("")
+	require.Contains(t, []string{"S1", "S2"}, owner)
+	_, _, target := play(owner)
+	warm := map[string]string{"S1": "S2", "S2": "S1"}[owner]
+	for _, a := range target {
+		if slices.Contains(a.Assigned, moved) {
+			assert.Equal(t, warm, a.MemberID, "%s, orphaned, goes to %s, whose standby of it is caught up, not to S3, which has not started its own (target %v)", moved, warm, target)
+			return
+		}
+	}
+	t.Fatalf("%s is not assigned: %v", moved, target)
 }
