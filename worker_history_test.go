@@ -409,7 +409,7 @@ func newWorkerGroup(t testing.TB, r *rand.Rand) *workerGroup {
 // learner-free, balanced and leave nothing on a leaving member.
 //
 //	go test -run WorkerHistories                   # 150 histories
-//	LEARNER_LONG=1 go test -run WorkerHistories    # 20,000 (about 3 minutes)
+//	LEARNER_LONG=1 go test -run WorkerHistories    # 20,000 (73-94 s on 2 cores)
 //	LEARNER_SEED=123 go test -run WorkerHistories  # replay a printed seed
 func TestWorkerHistories(t *testing.T) {
 	seed := baseSeed(t)

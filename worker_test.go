@@ -457,41 +457,57 @@ func TestWorkersRebalanceUntilBalancedAfterCrash(t *testing.T) {
 	a, err := New(tasks, opts)
 	require.NoError(t, err)
 	capacity := map[string]int{"S1": 1, "S2": 8, "S3": 1}
-	round := func(ws []*Worker) []Assignment {
-		t.Helper()
-		var ms []MemberMetadata
-		for _, w := range ws {
-			m := w.Join()
-			m.Capacity = capacity[w.ID()]
-			ms = append(ms, m)
-		}
-		as, err := a.Assign(ms)
-		require.NoError(t, err)
-		vs := learnertest.Check(tasks, opts, ms, as)
-		require.Empty(t, vs, "breaks rules:\n%s", learnertest.FormatViolations(vs))
-		for i, w := range ws {
-			_, err := w.Apply(as[i])
-			require.NoError(t, err)
-			for _, id := range as[i].Learning {
-				w.Restored(id) // every learner replays before the next rebalance
-			}
-		}
-		return as
-	}
+	round := func(ws []*Worker) []Assignment { return rebalanceWorkers(t, a, tasks, opts, capacity, ws) }
 	s1, s2 := NewWorker("S1", RejoinStable), NewWorker("S2", RejoinStable)
 	as := round([]*Worker{s1, s2})
 	require.Equal(t, "S1(assigned: [], revoked: [], learning: [], standby: [T1, T2, T3, T4])\n"+
 		"S2(assigned: [T1, T2, T3, T4], revoked: [], learning: [])\n", FormatAssignments(as), "the group before the crash")
 
 	ws := []*Worker{s1, NewWorker("S3", RejoinStable)} // S2 crashes, S3 joins
-	as = round(ws)
+	as = settleWorkers(t, ws, round)
+	for _, x := range as {
+		assert.Len(t, x.Assigned, 2, "%s runs %v when no member rejoins any more:\n%s", x.MemberID, x.Assigned, FormatAssignments(as))
+	}
+}
+
+// rebalanceWorkers runs one rebalance of ws: their joins (with their
+// capacity, when given), Assign, the shared checker, and every Worker
+// applying its assignment and replaying its learners before the next.
+func rebalanceWorkers(t *testing.T, a *Assignor, tasks []Task, opts Options, capacity map[string]int, ws []*Worker) []Assignment {
+	t.Helper()
+	var ms []MemberMetadata
+	for _, w := range ws {
+		m := w.Join()
+		if c, ok := capacity[w.ID()]; ok {
+			m.Capacity = c
+		}
+		ms = append(ms, m)
+	}
+	as, err := a.Assign(ms)
+	require.NoError(t, err)
+	vs := learnertest.Check(tasks, opts, ms, as)
+	require.Empty(t, vs, "breaks rules:\n%s", learnertest.FormatViolations(vs))
+	for i, w := range ws {
+		_, err := w.Apply(as[i])
+		require.NoError(t, err)
+		for _, id := range as[i].Learning {
+			w.Restored(id) // every learner replays before the next rebalance
+		}
+	}
+	return as
+}
+
+// settleWorkers rebalances ws (round) once, then as long as one of them
+// should rejoin, as a real group would, at most 5 times, and returns the
+// last assignment: the group's at rest.
+func settleWorkers(t *testing.T, ws []*Worker, round func([]*Worker) []Assignment) []Assignment {
+	t.Helper()
+	as := round(ws)
 	for n := 0; slices.ContainsFunc(ws, func(w *Worker) bool { return w.ShouldRejoin(t0) }); n++ {
 		require.Less(t, n, 5, "the group keeps rebalancing:\n%s", FormatAssignments(as))
 		as = round(ws)
 	}
-	for _, x := range as {
-		assert.Len(t, x.Assigned, 2, "%s runs %v when no member rejoins any more:\n%s", x.MemberID, x.Assigned, FormatAssignments(as))
-	}
+	return as
 }
 
 // TestWorkersPromoteLearnerThatLostAContest: S1, leaving, hands T1-T3
@@ -515,25 +531,7 @@ func TestWorkersPromoteLearnerThatLostAContest(t *testing.T) {
 		}
 	}
 	ws := []*Worker{s2, s3} // S1, which ran T1-T3, crashed
-	var as []Assignment
-	for n := 0; n == 0 || slices.ContainsFunc(ws, func(w *Worker) bool { return w.ShouldRejoin(t0) }); n++ {
-		require.Less(t, n, 5, "the group keeps rebalancing:\n%s", FormatAssignments(as))
-		var ms []MemberMetadata
-		for _, w := range ws {
-			ms = append(ms, w.Join())
-		}
-		as, err = a.Assign(ms)
-		require.NoError(t, err)
-		vs := learnertest.Check(tasks, Options{}, ms, as)
-		require.Empty(t, vs, "breaks rules:\n%s", learnertest.FormatViolations(vs))
-		for i, w := range ws {
-			_, err := w.Apply(as[i])
-			require.NoError(t, err)
-			for _, id := range as[i].Learning {
-				w.Restored(id) // every learner replays before the next rebalance
-			}
-		}
-	}
+	as := settleWorkers(t, ws, func(ws []*Worker) []Assignment { return rebalanceWorkers(t, a, tasks, Options{}, nil, ws) })
 	for _, x := range as {
 		assert.Empty(t, x.Learning, "%s learns %v when no member rejoins any more:\n%s", x.MemberID, x.Learning, FormatAssignments(as))
 		assert.Len(t, x.Assigned, 2, "%s runs %v when no member rejoins any more:\n%s", x.MemberID, x.Assigned, FormatAssignments(as))
