@@ -3,14 +3,12 @@ package learner_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	. "github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/testseed"
 	"github.com/learnerassignor/learner/learnertest"
 )
 
@@ -28,7 +26,7 @@ import (
 // (a quick check while editing; CI runs the full counts).
 func runs(n, long int) int {
 	switch {
-	case os.Getenv("LEARNER_LONG") != "":
+	case testseed.Long():
 		return long
 	case testing.Short():
 		return max(n/10, 1)
@@ -39,12 +37,9 @@ func runs(n, long int) int {
 // baseSeed returns LEARNER_SEED, or a fresh random seed. It is logged, so a
 // failing run prints it.
 func baseSeed(t testing.TB) uint64 {
-	if s := os.Getenv("LEARNER_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err, "LEARNER_SEED=%q", s)
-		return n
-	}
-	return rand.Uint64()
+	t.Helper()
+	seed, _ := testseed.Seed(t)
+	return seed
 }
 
 // propertySpec is the generator's range for the property tests: up to 60

@@ -3,13 +3,11 @@ package kgolearner_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
+	"github.com/learnerassignor/learner/internal/testseed"
 )
 
 // TestRandomHistory plays seeded random group histories on the real client
@@ -30,14 +28,12 @@ import (
 //	LEARNER_SEED=N go test -run RandomHistory -v
 func TestRandomHistory(t *testing.T) {
 	histories, steps := 1, 8
-	if os.Getenv("LEARNER_LONG") != "" {
+	if testseed.Long() {
 		histories, steps = 5, 16
 	}
-	seed := rand.Uint64()
-	if s := os.Getenv("LEARNER_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err, "LEARNER_SEED=%q", s)
-		seed, histories = n, 1
+	seed, replay := testseed.Seed(t)
+	if replay {
+		histories = 1
 	}
 	for h := range histories {
 		seed := seed + uint64(h)

@@ -3,12 +3,11 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/learnerassignor/learner/internal/testseed"
 	"github.com/learnerassignor/learner/kgolearner/state/e2e"
 	"github.com/stretchr/testify/require"
 )
@@ -51,14 +50,12 @@ func TestRandomScript(t *testing.T) {
 		t.Skip("the random e2e script is skipped with -short, as TestScript is")
 	}
 	seeds, strategies := 1, e2e.Strategies[:1]
-	if os.Getenv("LEARNER_LONG") != "" {
+	if testseed.Long() {
 		seeds, strategies = 3, e2e.Strategies
 	}
-	seed := rand.Uint64()
-	if s := os.Getenv("LEARNER_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err, "LEARNER_SEED=%q", s)
-		seed, seeds = n, 1
+	seed, replay := testseed.Seed(t)
+	if replay {
+		seeds = 1
 	}
 	for i := range seeds {
 		cfg := e2e.Small
