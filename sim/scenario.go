@@ -475,7 +475,7 @@ type WorkError struct{ Work Work }
 // Error shows the product and its factors, and what would shrink them.
 func (e *WorkError) Error() string {
 	w := e.Work
-	return fmt.Sprintf("sim: too large to simulate: (%d members + %d task copies) x (%d heartbeats + %d x %d events + %d x %d probing rebalances) is %d entries, more than %d (a few minutes, a gigabyte); shorten the duration, lengthen the session timeout or the probing interval, or take fewer members, tasks, standbys or events: %v",
+	return fmt.Sprintf("sim: too large to simulate: (%d members + %d task copies) x (%d heartbeats + %d x %d events + %d x %d probing rebalances) is %d entries, more than %d (a few minutes, a gigabyte); shorten the duration, lengthen the probing interval or a session timeout under 9s (members heartbeat every third of it, at most every 3s), or take fewer members, tasks, standbys or events: %v",
 		w.Members, w.TaskCopies, w.Heartbeats, eventWork, w.Events, probingWork, w.Probings, w.Total, MaxWork, ErrScenario)
 }
 

@@ -132,7 +132,7 @@ func RunSuite(n int, seed uint64, adjust func(*Scenario) error) ([]Metrics, erro
 // they together, one run after the other.
 func CheckSuiteWork(n int, work int64) error {
 	if work > MaxWork {
-		return fmt.Errorf("sim: suite of %d scenarios: %d entries of work together, more than %d (a few minutes); want fewer scenarios, a shorter duration or a longer session timeout: %w",
+		return fmt.Errorf("sim: suite of %d scenarios: %d entries of work together, more than %d (a few minutes); want fewer scenarios, a shorter duration, or a longer session timeout if under 9s: %w",
 			n, work, int64(MaxWork), ErrScenario)
 	}
 	return nil

@@ -29,8 +29,9 @@ Each setting is bounded, and so is their product: a run's work, (members +
 task copies) x (heartbeats + 600 x events + 40 x probing rebalances), is at
 most %d entries (a few minutes, a gigabyte), a suite's summed over
 its scenarios. A larger one is refused before it runs, with its factors:
-shorten -duration, lengthen -session-timeout or -probing-interval, or take
-fewer -members, -tasks, -standbys or events.
+shorten -duration, lengthen -probing-interval or a -session-timeout under 9s
+(members heartbeat every third of it, at most every 3s), or take fewer
+-members, -tasks, -standbys or events.
 
 flags:
 `
