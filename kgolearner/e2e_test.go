@@ -360,6 +360,13 @@ func (m *member) startActive(task string) {
 	prev := g.lastOwn[task]
 	ready, learned := m.stopped[task]
 	gone := g.members[prev] != nil && (g.members[prev].dead || g.members[prev].closing)
+	// A member missing from the generation that moved the task is gone to
+	// its leader, which can only give its tasks to others: the coordinator
+	// dropped it (its rebalance timeout ran out, or, on kfake alone, its
+	// session while it waited in its JoinGroup), though it lives on and
+	// rejoins.
+	gone = gone || len(g.history) > 0 && !slices.ContainsFunc(g.history[len(g.history)-1].Members,
+		func(mm learner.MemberMetadata) bool { return shortID(mm.ID) == prev })
 	if g.stateful[task] && prev != "" && prev != m.name && !gone && !g.lostFrom[task] && !zombie && !(learned && ready) {
 		g.fail("stateful task %s moved from live member %s to %s, which did not learn it to readiness (learner: %v)",
 			task, prev, m.name, learned)
