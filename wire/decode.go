@@ -76,7 +76,7 @@ func (c *Codec) DecodeIndexedMember(b []byte) (learner.IndexedMember, error) {
 			m.Lag = append(m.Lag, learner.IndexedLag{Task: t, Lag: p.lags[i]})
 		}
 		for i, name := range p.lag.names {
-			if t := c.a.TaskIndex(name); t >= 0 { // another topology's name for one of ours
+			if t := c.taskIndex(name); t >= 0 { // another topology's name for one of ours
 				m.Lag = append(m.Lag, learner.IndexedLag{Task: int32(t), Lag: p.lags[len(p.lag.idx)+i]})
 			}
 		}
@@ -407,7 +407,7 @@ func (d *decoder) names(what string, match bool) []string {
 		switch {
 		case d.err != nil:
 			return nil
-		case match && d.c.a.TaskIndex(name) >= 0:
+		case match && d.c.taskIndex(name) >= 0:
 			d.fail("%s: task %q sent by name, but the topology has it", what, name)
 			return nil
 		case seen[name]:

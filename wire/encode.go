@@ -130,7 +130,7 @@ func (c *Codec) stale(what string, ids []string) ([]string, error) {
 		if err := checkID("task ID in "+what, id); err != nil {
 			return nil, err
 		}
-		if t := c.a.TaskIndex(id); t >= 0 {
+		if t := c.taskIndex(id); t >= 0 {
 			return nil, fmt.Errorf("task %s in %s sent by name, but the topology has it (index %d)", errtext.Quote(id), what, t)
 		}
 		if seen[id] {
@@ -203,7 +203,7 @@ func (c *Codec) internAll(k *kind, lists ...[]string) (sets [nLists]taskset, err
 func (c *Codec) intern(what string, ids []string) (taskset, error) {
 	s := taskset{idx: make([]int32, 0, len(ids))}
 	for _, id := range ids {
-		if t := c.a.TaskIndex(id); t >= 0 {
+		if t := c.taskIndex(id); t >= 0 {
 			s.idx = append(s.idx, int32(t))
 			continue
 		}

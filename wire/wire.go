@@ -103,7 +103,9 @@ const (
 // Codec encodes and decodes member metadata and assignments for one
 // topology. It is immutable and safe for concurrent use; build it with
 // NewCodec once per Assignor, since hashing the task list is linear in the
-// topology. The zero Codec has no topology and is not meant to be used.
+// topology. The zero Codec, and NewCodec's of a nil Assignor, have an empty
+// topology, as the zero learner.Assignor has: every task is unknown to
+// them, so they encode tasks by name and refuse task indices.
 type Codec struct {
 	a *learner.Assignor
 	// ids holds a's task IDs back to back, task t's at ids[at[t]:at[t+1]]:
@@ -117,8 +119,11 @@ type Codec struct {
 	fingerprint uint64
 }
 
-// NewCodec returns a Codec for a's topology.
+// NewCodec returns a Codec for a's topology (an empty one for a nil a).
 func NewCodec(a *learner.Assignor) *Codec {
+	if a == nil {
+		return &Codec{}
+	}
 	// Only the IDs and their order decide what an index means, so only they
 	// are hashed: members that disagree on a task's statefulness can still
 	// read each other's reports.
@@ -134,6 +139,15 @@ func NewCodec(a *learner.Assignor) *Codec {
 		at = append(at, len(ids))
 	}
 	return &Codec{a: a, ids: string(ids), at: at, fingerprint: h.Sum64()}
+}
+
+// taskIndex returns the index of the task with the given ID, or -1 if the
+// topology has no such task; the zero Codec's has none.
+func (c *Codec) taskIndex(id string) int {
+	if c.a == nil {
+		return -1
+	}
+	return c.a.TaskIndex(id)
 }
 
 // taskID returns the ID of task t (its index in the topology).
@@ -198,7 +212,7 @@ func (c *Codec) indexLists(sets []taskset, m *learner.IndexedMember, out ...*[]i
 		from := len(pool)
 		pool = append(pool, sets[i].idx...)
 		for _, name := range sets[i].names {
-			if t := c.a.TaskIndex(name); t >= 0 {
+			if t := c.taskIndex(name); t >= 0 {
 				pool = append(pool, int32(t))
 			} else if i == listAssigned || i == listRevoked {
 				m.Stale = append(m.Stale, name)

@@ -37,13 +37,13 @@ func (c *Codec) canonicalList(ids []string) []string {
 	}
 	var known, unknown []string
 	for _, id := range ids {
-		if c.a.TaskIndex(id) >= 0 {
+		if c.taskIndex(id) >= 0 {
 			known = append(known, id)
 		} else {
 			unknown = append(unknown, id)
 		}
 	}
-	slices.SortFunc(known, func(x, y string) int { return c.a.TaskIndex(x) - c.a.TaskIndex(y) })
+	slices.SortFunc(known, func(x, y string) int { return c.taskIndex(x) - c.taskIndex(y) })
 	return append(known, unknown...)
 }
 
@@ -599,5 +599,31 @@ func TestWireIndexedAssignment(t *testing.T) {
 		if assert.ErrorIs(t, err, learner.ErrInvalidMember, "%s: AppendIndexedAssignment(%+v) = %x", tc.name, tc.as, b) {
 			assert.Contains(t, err.Error(), tc.msg, "%s: AppendIndexedAssignment(%+v)", tc.name, tc.as)
 		}
+	}
+}
+
+// The zero Codec and NewCodec(nil) have an empty topology, as the zero
+// Assignor has: they encode every task by name, round trip what they
+// encode, and refuse task indices with an error. Both panicked on their
+// first task (a nil Assignor's TaskIndex).
+func TestZeroCodec(t *testing.T) {
+	for name, c := range map[string]*Codec{"zero": {}, "NewCodec(nil)": NewCodec(nil)} {
+		m := learner.MemberMetadata{ID: "S1", Assigned: []string{"T1"}, Learning: []string{"T2"}, Ready: []string{"T2"},
+			Lag: []learner.TaskLag{{Task: "T3", Lag: 7}}}
+		b, err := c.AppendMember(nil, m)
+		require.NoError(t, err, "%s: AppendMember", name)
+		got, err := c.DecodeMember(b)
+		require.NoError(t, err, "%s: DecodeMember", name)
+		assert.Equal(t, c.canonicalMember(m), got, "%s: DecodeMember(AppendMember(m))", name)
+		as := learner.Assignment{MemberID: "S1", Assigned: []string{"T1"}, Learned: []string{"T1"}}
+		b, err = c.AppendAssignment(nil, as)
+		require.NoError(t, err, "%s: AppendAssignment", name)
+		gotAs, err := c.DecodeAssignment(b)
+		require.NoError(t, err, "%s: DecodeAssignment", name)
+		assert.Equal(t, c.canonicalAssignment(as), gotAs, "%s: DecodeAssignment(AppendAssignment(as))", name)
+		_, err = c.AppendIndexedAssignment(nil, learner.IndexedAssignment{MemberID: "S1", Assigned: []int32{0}})
+		assert.ErrorIs(t, err, learner.ErrInvalidMember, "%s: AppendIndexedAssignment of task index 0", name)
+		_, err = c.DecodeIndexedMember(b)
+		assert.Error(t, err, "%s: DecodeIndexedMember of an assignment", name)
 	}
 }
