@@ -228,7 +228,8 @@ func (s *History) logf(format string, args ...any) {
 // ConvergenceBound is the most rebalances a group may need to reach its
 // fixed point, counting the one right after its last membership change,
 // when every learner is ready within k rebalances, the learner budget is
-// budget (0: none) and the group placed learners new learners on the way.
+// budget (0: none), and learners is the number of new learners the group
+// placed on the way.
 //
 // Derivation without a budget. A learner placed at rebalance r is ready and
 // promoted at the latest at r+k; its old owner drops the task with that
