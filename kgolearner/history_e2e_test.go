@@ -1,6 +1,7 @@
 package kgolearner_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -8,6 +9,9 @@ import (
 	"time"
 
 	"github.com/learnerassignor/learner/internal/testseed"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestRandomHistory plays seeded random group histories on the real client
@@ -37,7 +41,117 @@ func TestRandomHistory(t *testing.T) {
 	}
 	for h := range histories {
 		seed := seed + uint64(h)
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { playHistory(t, seed, steps) })
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { playHistory(t, seed, steps, false) })
+	}
+}
+
+// TestRandomFaultedHistory plays random histories as TestRandomHistory
+// does, with one more kind of step: a fault, struck into a random member's
+// next group request, of the kinds a real network or broker causes at any
+// moment (see injectFault). A fault that makes the coordinator drop a
+// member (cut off from it past its session) makes its instances lost, and
+// the tracker excuses what they processed twice.
+//
+// One history of 6 steps runs by default (3 to 10 s with -race on 2
+// cores); LEARNER_LONG=1 runs 5 of 16, and LEARNER_SEED replays one.
+func TestRandomFaultedHistory(t *testing.T) {
+	histories, steps := 1, 6
+	if testseed.Long() {
+		histories, steps = 5, 16
+	}
+	seed, replay := testseed.Seed(t)
+	if replay {
+		histories = 1
+	}
+	for h := range histories {
+		seed := seed + uint64(h)
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { playHistory(t, seed, steps, true) })
+	}
+}
+
+// injectFault strikes m's next request of a random group key with a fault
+// a real broker or network could cause at any moment:
+//
+//   - delayed: the request reaches the broker up to three heartbeat
+//     intervals late (a delayed SyncGroup of the leader holds the group in
+//     CompletingRebalance, where the broker itself answers any commit
+//     REBALANCE_IN_PROGRESS);
+//   - cut: the connection drops before the broker reads it;
+//   - coordinator moved: answered NOT_COORDINATOR or
+//     COORDINATOR_NOT_AVAILABLE, as while the coordinator moves;
+//   - cut off: every group request of the member is cut for longer than
+//     its session, which expires: the coordinator drops it. (Not a late
+//     JoinGroup: kfake would also expire the members waiting in theirs,
+//     which a broker keeps, and answers none of them, so each waits out
+//     its request deadline.)
+//
+// REBALANCE_IN_PROGRESS and ILLEGAL_GENERATION are not injected: a broker
+// answers them only in the states kfake answers them in itself.
+func injectFault(t *testing.T, g *group, rng *rand.Rand, m *member) {
+	id, _ := m.cl.GroupMetadata()
+	keys := []kmsg.Key{kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.OffsetCommit}
+	key := keys[rng.IntN(len(keys))]
+	name := kmsg.NameForKey(int16(key))
+	memberOf := func(req kmsg.Request) string {
+		switch req := req.(type) {
+		case *kmsg.JoinGroupRequest:
+			return req.MemberID
+		case *kmsg.SyncGroupRequest:
+			return req.MemberID
+		case *kmsg.HeartbeatRequest:
+			return req.MemberID
+		case *kmsg.OffsetCommitRequest:
+			return req.MemberID
+		case *kmsg.LeaveGroupRequest:
+			for _, lm := range req.Members {
+				return lm.MemberID
+			}
+			return req.MemberID
+		}
+		return ""
+	}
+	control := func(fn func() (kmsg.Response, error, bool)) {
+		g.cluster.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			g.cluster.KeepControl()
+			if memberOf(req) != id {
+				return nil, nil, false
+			}
+			g.cluster.DropControl()
+			return fn()
+		})
+	}
+	switch rng.IntN(4) {
+	case 0:
+		d := time.Duration(1+rng.IntN(3)) * heartbeatInterval
+		t.Logf("step: fault: %s's next %s is %v late", m.name, name, d)
+		control(func() (kmsg.Response, error, bool) {
+			g.cluster.SleepControl(func() { time.Sleep(d) })
+			return nil, nil, false
+		})
+	case 1:
+		t.Logf("step: fault: %s's next %s is cut", m.name, name)
+		control(func() (kmsg.Response, error, bool) { return nil, errors.New("connection cut"), true })
+	case 2:
+		err := []*kerr.Error{kerr.NotCoordinator, kerr.CoordinatorNotAvailable}[rng.IntN(2)]
+		t.Logf("step: fault: %s's next %s is answered %v", m.name, name, err)
+		g.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{key}, Err: err, TopLevel: key != kmsg.OffsetCommit,
+			When: func(req kmsg.Request) bool { return memberOf(req) == id }})
+	case 3:
+		d := sessionTimeout + 500*time.Millisecond
+		t.Logf("step: fault: %s is cut off from the coordinator for %v, past its session", m.name, d)
+		until := time.Now().Add(d)
+		for _, key := range append(keys, kmsg.LeaveGroup) {
+			g.cluster.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				if time.Now().After(until) {
+					return nil, nil, false
+				}
+				g.cluster.KeepControl()
+				if memberOf(req) != id {
+					return nil, nil, false
+				}
+				return nil, errors.New("cut off"), true
+			})
+		}
 	}
 }
 
@@ -45,7 +159,7 @@ func TestRandomHistory(t *testing.T) {
 // slow the kfake group down.
 const maxLive = 5
 
-func playHistory(t *testing.T, seed uint64, steps int) {
+func playHistory(t *testing.T, seed uint64, steps int, faults bool) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	g := newGroup(t, mixedTopology)
 	joined := 0
@@ -90,6 +204,9 @@ func playHistory(t *testing.T, seed uint64, steps int) {
 		if len(live) > 1 {
 			actions = append(actions, "leave", "leave by a deadline", "close", "crash")
 		}
+		if faults {
+			actions = append(actions, "fault", "fault")
+		}
 		m := live[rng.IntN(len(live))]
 		switch actions[rng.IntN(len(actions))] {
 		case "wait":
@@ -122,6 +239,8 @@ func playHistory(t *testing.T, seed uint64, steps int) {
 		case "crash":
 			t.Logf("step: %s crashes", m.name)
 			m.crash()
+		case "fault":
+			injectFault(t, g, rng, m)
 		}
 		time.Sleep(time.Duration(rng.IntN(600)) * time.Millisecond)
 		g.check()
