@@ -538,19 +538,7 @@ func (m *member) crash() {
 	g.mu.Unlock()
 	drop := func(req kmsg.Request) (kmsg.Response, error, bool) {
 		g.cluster.KeepControl()
-		var id string
-		switch req := req.(type) {
-		case *kmsg.LeaveGroupRequest:
-			id = req.MemberID
-			for _, lm := range req.Members {
-				id = lm.MemberID
-			}
-		case *kmsg.HeartbeatRequest:
-			id = req.MemberID
-		case *kmsg.OffsetCommitRequest:
-			id = req.MemberID
-		}
-		if id == memberID {
+		if requestMember(req) == memberID {
 			return nil, errors.New("crashed"), true
 		}
 		return nil, nil, false
@@ -559,6 +547,27 @@ func (m *member) crash() {
 		g.cluster.ControlKey(int16(key), drop)
 	}
 	m.cl.Close()
+}
+
+// requestMember returns the member ID a group request is sent as, "" for
+// another request.
+func requestMember(req kmsg.Request) string {
+	switch req := req.(type) {
+	case *kmsg.JoinGroupRequest:
+		return req.MemberID
+	case *kmsg.SyncGroupRequest:
+		return req.MemberID
+	case *kmsg.HeartbeatRequest:
+		return req.MemberID
+	case *kmsg.OffsetCommitRequest:
+		return req.MemberID
+	case *kmsg.LeaveGroupRequest:
+		for _, lm := range req.Members { // v3 and later name the members here
+			return lm.MemberID
+		}
+		return req.MemberID
+	}
+	return ""
 }
 
 // close shuts a member down as an application does: its poll loop stops

@@ -92,28 +92,10 @@ func injectFault(t *testing.T, g *group, rng *rand.Rand, m *member) {
 	keys := []kmsg.Key{kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.OffsetCommit}
 	key := keys[rng.IntN(len(keys))]
 	name := kmsg.NameForKey(int16(key))
-	memberOf := func(req kmsg.Request) string {
-		switch req := req.(type) {
-		case *kmsg.JoinGroupRequest:
-			return req.MemberID
-		case *kmsg.SyncGroupRequest:
-			return req.MemberID
-		case *kmsg.HeartbeatRequest:
-			return req.MemberID
-		case *kmsg.OffsetCommitRequest:
-			return req.MemberID
-		case *kmsg.LeaveGroupRequest:
-			for _, lm := range req.Members {
-				return lm.MemberID
-			}
-			return req.MemberID
-		}
-		return ""
-	}
 	control := func(fn func() (kmsg.Response, error, bool)) {
 		g.cluster.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
 			g.cluster.KeepControl()
-			if memberOf(req) != id {
+			if requestMember(req) != id {
 				return nil, nil, false
 			}
 			g.cluster.DropControl()
@@ -135,7 +117,7 @@ func injectFault(t *testing.T, g *group, rng *rand.Rand, m *member) {
 		err := []*kerr.Error{kerr.NotCoordinator, kerr.CoordinatorNotAvailable}[rng.IntN(2)]
 		t.Logf("step: fault: %s's next %s is answered %v", m.name, name, err)
 		g.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{key}, Err: err, TopLevel: key != kmsg.OffsetCommit,
-			When: func(req kmsg.Request) bool { return memberOf(req) == id }})
+			When: func(req kmsg.Request) bool { return requestMember(req) == id }})
 	case 3:
 		d := sessionTimeout + 500*time.Millisecond
 		t.Logf("step: fault: %s is cut off from the coordinator for %v, past its session", m.name, d)
@@ -146,7 +128,7 @@ func injectFault(t *testing.T, g *group, rng *rand.Rand, m *member) {
 					return nil, nil, false
 				}
 				g.cluster.KeepControl()
-				if memberOf(req) != id {
+				if requestMember(req) != id {
 					return nil, nil, false
 				}
 				return nil, errors.New("cut off"), true
