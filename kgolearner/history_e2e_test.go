@@ -30,20 +30,7 @@ import (
 //
 //	LEARNER_LONG=1 go test -run RandomHistory -v
 //	LEARNER_SEED=N go test -run RandomHistory -v
-func TestRandomHistory(t *testing.T) {
-	histories, steps := 1, 8
-	if testseed.Long() {
-		histories, steps = 5, 16
-	}
-	seed, replay := testseed.Seed(t)
-	if replay {
-		histories = 1
-	}
-	for h := range histories {
-		seed := seed + uint64(h)
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { playHistory(t, seed, steps, false) })
-	}
-}
+func TestRandomHistory(t *testing.T) { playHistories(t, 8, false) }
 
 // TestRandomFaultedHistory plays random histories as TestRandomHistory
 // does, with one more kind of step: a fault, struck into a random member's
@@ -54,8 +41,13 @@ func TestRandomHistory(t *testing.T) {
 //
 // One history of 6 steps runs by default (3 to 10 s with -race on 2
 // cores); LEARNER_LONG=1 runs 5 of 16, and LEARNER_SEED replays one.
-func TestRandomFaultedHistory(t *testing.T) {
-	histories, steps := 1, 6
+func TestRandomFaultedHistory(t *testing.T) { playHistories(t, 6, true) }
+
+// playHistories plays one random history of steps steps, with faults or
+// without; 5 of 16 with LEARNER_LONG, or the one LEARNER_SEED names, each
+// in a subtest named by its seed.
+func playHistories(t *testing.T, steps int, faults bool) {
+	histories := 1
 	if testseed.Long() {
 		histories, steps = 5, 16
 	}
@@ -65,7 +57,7 @@ func TestRandomFaultedHistory(t *testing.T) {
 	}
 	for h := range histories {
 		seed := seed + uint64(h)
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { playHistory(t, seed, steps, true) })
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { playHistory(t, seed, steps, faults) })
 	}
 }
 
