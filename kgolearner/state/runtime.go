@@ -120,8 +120,9 @@ type Observer struct {
 	// Error reports a transient error the runtime recovers from, such as
 	// a failed attempt at a start step, which Run retries (see Run), or,
 	// on the leader at every rebalance, input topics that do not match the
-	// topology (kgolearner.ErrTopicsMismatch), whose subtopologies' tasks
-	// nobody runs until the topics or the topology are fixed.
+	// topology (kgolearner.ErrTopicsMismatch): until the topics or the
+	// topology are fixed, the tasks of the subtopologies concerned stay
+	// with the members that run them, and those nobody runs stay so.
 	Error func(error)
 }
 
@@ -267,9 +268,10 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 // Run runs the member until ctx is done, Leave has handed its tasks over,
 // or a fatal error (a store that fails, a bad changelog record, an error of
 // Process, a write the broker refuses with an error code that writing
-// again would meet, such as INVALID_RECORD). It creates the changelog topics that are missing, refuses
-// existing ones it cannot use (ErrChangelogTopic), opens the stores left
-// from an earlier run and reports their lag at the first join.
+// again would meet, such as INVALID_RECORD). It creates the changelog
+// topics that are missing, refuses existing ones it cannot use
+// (ErrChangelogTopic), opens the stores left from an earlier run and
+// reports their lag at the first join.
 //
 // Run rides out brokers that are unreachable or refuse for a while at
 // start, as it does once running. A start step that fails (the changelog
