@@ -122,7 +122,7 @@ type Observer struct {
 	// on the leader at every rebalance, input topics that do not match the
 	// topology (kgolearner.ErrTopicsMismatch): until the topics or the
 	// topology are fixed, the tasks of the subtopologies concerned stay
-	// with the members that run them, and those nobody runs stay so.
+	// with the members that run them, and those nobody runs, unassigned.
 	Error func(error)
 }
 
