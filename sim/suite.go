@@ -86,7 +86,9 @@ func SuiteText(seed uint64, i int) string {
 // RunSuite plays n scenarios of the suite drawn from seed under every
 // strategy; adjust may change each scenario before it runs (the command
 // line's overrides). It returns each strategy's metrics summed over the
-// suite (peaks are maxima), in Strategies order.
+// suite (peaks are maxima), in Strategies order. Before running any, it
+// refuses, wrapping ErrScenario, a scenario that Check refuses or a suite
+// whose scenarios' Work totals sum to more than MaxWork.
 func RunSuite(n int, seed uint64, adjust func(*Scenario) error) ([]Metrics, error) {
 	if n < 1 || n > MaxSuite {
 		return nil, fmt.Errorf("sim: suite of %d scenarios: want 1 to %d", n, MaxSuite)
@@ -111,7 +113,7 @@ func RunSuite(n int, seed uint64, adjust func(*Scenario) error) ([]Metrics, erro
 		work += sc.Work().Total // each at most MaxWork (Check): no overflow
 		scs[i] = sc
 	}
-	if err := CheckSuiteWork(n, work); err != nil {
+	if err := checkSuiteWork(n, work); err != nil {
 		return nil, err
 	}
 	totals := make([]Metrics, len(strategies))
@@ -127,10 +129,10 @@ func RunSuite(n int, seed uint64, adjust func(*Scenario) error) ([]Metrics, erro
 	return totals, nil
 }
 
-// CheckSuiteWork reports a suite of n scenarios whose Work totals, summed
+// checkSuiteWork reports a suite of n scenarios whose Work totals, summed
 // (work), are more than MaxWork: each scenario's is bounded, and so are
 // they together, one run after the other.
-func CheckSuiteWork(n int, work int64) error {
+func checkSuiteWork(n int, work int64) error {
 	if work > MaxWork {
 		return fmt.Errorf("sim: suite of %d scenarios: %d entries of work together, more than %d (a few minutes); want fewer scenarios, a shorter duration, or a longer session timeout if under 9s: %w",
 			n, work, int64(MaxWork), ErrScenario)

@@ -183,9 +183,7 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 			return fail("-suite %d: want 1 to %d", *suite, sim.MaxSuite)
 		}
 		// Check the overrides on every scenario before the run: a
-		// -duration one scenario fits may cut another's events off. The
-		// suite's work is its scenarios', one after the other.
-		var work int64
+		// -duration one scenario fits may cut another's events off.
 		for i := range *suite {
 			sc, err := sim.Parse(sim.SuiteText(p.Seed, i))
 			if err == nil {
@@ -194,12 +192,13 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 			if err != nil {
 				return flagError(err, fmt.Sprintf("suite scenario %d of seed %d", i, p.Seed))
 			}
-			work += sc.Work().Total // each at most sim.MaxWork: no overflow
-		}
-		if err := sim.CheckSuiteWork(*suite, work); err != nil {
-			return tooLarge(err)
 		}
 		totals, err := sim.RunSuite(*suite, p.Seed, adjust)
+		if errors.Is(err, sim.ErrScenario) {
+			// Each scenario passed above, so RunSuite refused their work
+			// together, before running any.
+			return tooLarge(err)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "learner simulate: %v\n", err)
 			return 1
