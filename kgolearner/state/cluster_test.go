@@ -168,16 +168,7 @@ func (c *cluster) refuseProduce(err *kerr.Error, fail func(n int) bool) {
 // partitions, as a broker whose ACLs deny the member reading it does.
 func (c *cluster) refuseFetch(topic string, err *kerr.Error, fail func(n int) bool) {
 	c.t.Helper()
-	admin, aerr := kgo.NewClient(c.opts...)
-	require.NoError(c.t, aerr)
-	defer admin.Close()
-	meta := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr(topic)
-	meta.Topics = append(meta.Topics, mt)
-	mresp, aerr := meta.RequestWith(context.Background(), admin)
-	require.NoError(c.t, aerr)
-	id := mresp.Topics[0].TopicID // Fetch v13 names topics by ID
+	id := topicID(c.t, c.admin(), topic) // Fetch v13 names topics by ID
 	n := 0
 	c.c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		c.c.KeepControl()
@@ -249,4 +240,30 @@ func (c *cluster) changelogKeys(topic string, partition int32) []string {
 		})
 	}
 	return keys
+}
+
+// topicID returns a topic's ID, as Metadata lists it.
+func topicID(t *testing.T, cl *kgo.Client, topic string) [16]byte {
+	t.Helper()
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	meta.Topics = append(meta.Topics, mt)
+	resp, err := meta.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	require.Len(t, resp.Topics, 1, "topics of a Metadata response for %s", topic)
+	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].ErrorCode), "Metadata of %s", topic)
+	return resp.Topics[0].TopicID
+}
+
+// deleteTopic deletes a topic.
+func deleteTopic(t *testing.T, cl *kgo.Client, topic string) {
+	t.Helper()
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.Topic = kmsg.StringPtr(topic)
+	del.Topics = append(del.Topics, dt)
+	resp, err := del.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].ErrorCode), "DeleteTopics %s", topic)
 }

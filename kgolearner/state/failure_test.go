@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -354,69 +355,109 @@ func (l cutterListener) Accept() (net.Conn, error) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
+// keysApp is a one-subtopology application, 2 partitions, whose members
+// run until they processed a number of records and then crash, their
+// stores keeping what they hold: each record's value is a key it sets, but
+// "read", which sends the keys "0" to "9" of the state to keys.
+type keysApp struct {
+	t    *testing.T
+	c    *cluster
+	keys chan []string
+
+	mu     sync.Mutex
+	events []string // the Error events' texts
+}
+
+func newKeysApp(t *testing.T) *keysApp {
+	return &keysApp{t: t, c: newCluster(t, "in"), keys: make(chan []string, 1)}
+}
+
+// member runs a member on stores until it has processed n records.
+func (a *keysApp) member(stores state.Stores, n int) {
+	a.t.Helper()
+	processed := make(chan struct{}, n)
+	_, stop := a.c.run(state.Config{
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Stores:        stores,
+		Process: func(ctx *state.Context, rec *kgo.Record) error {
+			if string(rec.Value) != "read" {
+				return ctx.Put(rec.Value, []byte("x"))
+			}
+			var found []string
+			for i := range 10 {
+				if _, ok, err := ctx.Get([]byte(strconv.Itoa(i))); err != nil || ok {
+					found = append(found, strconv.Itoa(i))
+				}
+			}
+			a.keys <- found
+			return nil
+		},
+		Observer: state.Observer{
+			Processed: func(string, *kgo.Record) { processed <- struct{}{} },
+			Error: func(err error) {
+				a.t.Log(err)
+				a.mu.Lock()
+				a.events = append(a.events, err.Error())
+				a.mu.Unlock()
+			},
+		},
+	})
+	for range n {
+		select {
+		case <-processed:
+		case <-time.After(20 * time.Second):
+			a.t.Fatal("a record was never processed")
+		}
+	}
+	stop() // a crash: the stores keep what they hold
+}
+
+// produce writes values to partition 0 of "in".
+func (a *keysApp) produce(values ...string) {
+	a.t.Helper()
+	for _, v := range values {
+		a.c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte(v)})
+	}
+}
+
+// read returns the keys of task 0_0's state as a member on stores finds
+// them.
+func (a *keysApp) read(stores state.Stores) []string {
+	a.t.Helper()
+	a.produce("read")
+	a.member(stores, 1)
+	return <-a.keys
+}
+
+// reported returns the Error events so far that contain all of parts.
+func (a *keysApp) reported(parts ...string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, e := range a.events {
+		if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(e, p) }) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // A store whose checkpoint the changelog no longer holds (its records
 // deleted below a later offset) restores from the changelog's start, as a
 // fresh store would, rather than extend its state across the gap.
 func TestChangelogRecordsDeleted(t *testing.T) {
-	c := newCluster(t, "in")
-	topology := []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}}
-	keys := make(chan []string, 1)
-	var reset atomic.Bool
-	// member runs until it has processed n records: each record's value
-	// is a key it sets, but "read", which reports the keys of the state.
-	member := func(stores state.Stores, n int) {
-		t.Helper()
-		processed := make(chan struct{}, n)
-		_, stop := c.run(state.Config{
-			Subtopologies: topology,
-			Stores:        stores,
-			Process: func(ctx *state.Context, rec *kgo.Record) error {
-				if string(rec.Value) != "read" {
-					return ctx.Put(rec.Value, []byte("x"))
-				}
-				var found []string
-				for i := range 10 {
-					if _, ok, err := ctx.Get([]byte(strconv.Itoa(i))); err != nil || ok {
-						found = append(found, strconv.Itoa(i))
-					}
-				}
-				keys <- found
-				return nil
-			},
-			Observer: state.Observer{
-				Processed: func(string, *kgo.Record) { processed <- struct{}{} },
-				Error: func(err error) {
-					t.Log(err)
-					reset.Store(reset.Load() || strings.Contains(err.Error(), "store at changelog offset 5, outside the changelog's offsets: restoring from the start"))
-				},
-			},
-		})
-		for range n {
-			select {
-			case <-processed:
-			case <-time.After(20 * time.Second):
-				t.Fatal("a record was never processed")
-			}
-		}
-		stop() // a crash: the stores keep what they hold
-	}
-	produce := func(values ...string) {
-		for _, v := range values {
-			c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte(v)})
-		}
-	}
+	a := newKeysApp(t)
 	kept := &state.MemoryStores{}
-	produce("0", "1", "2", "3", "4")
-	member(kept, 5) // changelog offsets 0-4; kept's checkpoint 5
-	produce("5", "6", "7", "8", "9")
-	member(&state.MemoryStores{}, 5) // restores 0-4, writes 5-9
+	a.produce("0", "1", "2", "3", "4")
+	a.member(kept, 5) // changelog offsets 0-4; kept's checkpoint 5
+	a.produce("5", "6", "7", "8", "9")
+	a.member(&state.MemoryStores{}, 5) // restores 0-4, writes 5-9
 
-	c.deleteRecords(state.ChangelogTopic("g", 0), 0, 7)
+	a.c.deleteRecords(state.ChangelogTopic("g", 0), 0, 7)
 
-	produce("read")
-	member(kept, 1)
-	require.Equal(t, []string{"7", "8", "9"}, <-keys, "keys of the state restored from a changelog that starts at offset 7")
-	require.True(t, reset.Load(), "an Error event saying the store at offset 5 restores from the start")
+	require.Equal(t, []string{"7", "8", "9"}, a.read(kept), "keys of the state restored from a changelog that starts at offset 7")
+	require.NotEmpty(t, a.reported("task 0_0: store at changelog offset 5, outside the changelog's offsets: restoring from the start"),
+		"an Error event saying the store at offset 5 restores from the start")
 }
 
 // A ListOffsets response that leaves a partition out is an error, not an
@@ -605,17 +646,11 @@ func TestChangelogTopicDeleted(t *testing.T) {
 	a.start("m1", nil)
 	a.produce(0, 600)
 	a.waitProcessed(600)
-	del := kmsg.NewPtrDeleteTopicsRequest()
-	dt := kmsg.NewDeleteTopicsRequestTopic()
-	dt.Topic = kmsg.StringPtr(state.ChangelogTopic(a.group, 0))
-	del.Topics = append(del.Topics, dt)
-	resp, err := del.RequestWith(context.Background(), a.admin())
-	require.NoError(t, err)
-	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].ErrorCode), "DeleteTopics")
+	deleteTopic(t, a.admin(), state.ChangelogTopic(a.group, 0))
 	deleted := time.Now()
 	a.produce(600, 60) // input whose changelog writes fail
 
-	err = a.runErr("m1")
+	err := a.runErr("m1")
 	took := time.Since(deleted)
 	t.Logf("Run returned %v after the deletion, %d Error events", took, events.Load())
 	require.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
