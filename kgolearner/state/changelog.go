@@ -209,7 +209,12 @@ var ErrChangelogTopic = errors.New("state: changelog topic misconfigured")
 // for a reason Run retries (startRetriable: the broker unreachable, say)
 // is an error instead, so that the policy is checked once the broker is
 // back. Run retries ensureTopics whole: every step of it may run again.
-func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int32, warn func(error)) error {
+//
+// It returns the topic ID of each topic, from the metadata of those that
+// exist and from the creation's response of those it created; zero when
+// the brokers do not say (before Kafka 2.8), or for a topic another client
+// created first.
+func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int32, warn func(error)) (map[string][16]byte, error) {
 	meta := kmsg.NewPtrMetadataRequest()
 	for _, topic := range slices.Sorted(maps.Keys(partitions)) {
 		mt := kmsg.NewMetadataRequestTopic()
@@ -218,7 +223,7 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 	}
 	resp, err := meta.RequestWith(ctx, cl)
 	if err != nil {
-		return fmt.Errorf("state: changelog topics metadata: %w", err)
+		return nil, fmt.Errorf("state: changelog topics metadata: %w", err)
 	}
 	found := map[string]kmsg.MetadataResponseTopic{}
 	for _, t := range resp.Topics {
@@ -246,30 +251,34 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 			ct.Configs = append(ct.Configs, cfg)
 			create.Topics = append(create.Topics, ct)
 		case err != nil:
-			return fmt.Errorf("state: changelog topic %q: %w", topic, err)
+			return nil, fmt.Errorf("state: changelog topic %q: %w", topic, err)
 		case int32(len(t.Partitions)) != partitions[topic]:
-			return fmt.Errorf("state: changelog topic %q has %d partitions, its subtopology %d: %w", topic, len(t.Partitions), partitions[topic], ErrChangelogTopic)
+			return nil, fmt.Errorf("state: changelog topic %q has %d partitions, its subtopology %d: %w", topic, len(t.Partitions), partitions[topic], ErrChangelogTopic)
 		default:
 			existing = append(existing, topic)
 		}
 	}
 	if err := checkPolicies(ctx, cl, existing, warn); err != nil {
-		return err
+		return nil, err
+	}
+	ids := map[string][16]byte{}
+	for _, topic := range existing {
+		ids[topic] = found[topic].TopicID
 	}
 	if len(create.Topics) == 0 {
-		return nil
+		return ids, nil
 	}
 	cresp, err := create.RequestWith(ctx, cl)
-
 	if err != nil {
-		return fmt.Errorf("state: create changelog topics: %w", err)
+		return nil, fmt.Errorf("state: create changelog topics: %w", err)
 	}
 	for _, t := range cresp.Topics {
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("state: create changelog topic %q: %w", t.Topic, err)
+			return nil, fmt.Errorf("state: create changelog topic %q: %w", t.Topic, err)
 		}
+		ids[t.Topic] = t.TopicID
 	}
-	return nil
+	return ids, nil
 }
 
 // checkPolicies refuses, with ErrChangelogTopic, the first of topics

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"encoding/base64"
 	"slices"
 	"strings"
 	"testing"
@@ -255,6 +256,10 @@ func topicID(t *testing.T, cl *kgo.Client, topic string) [16]byte {
 	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].ErrorCode), "Metadata of %s", topic)
 	return resp.Topics[0].TopicID
 }
+
+// kafkaID writes a topic ID as Kafka's tools do: URL-safe base64 without
+// padding.
+func kafkaID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
 // deleteTopic deletes a topic.
 func deleteTopic(t *testing.T, cl *kgo.Client, topic string) {

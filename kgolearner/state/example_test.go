@@ -18,11 +18,12 @@ func ExampleChangelogTopic() {
 	// count-0-changelog partition 3, learner.position: words=41
 }
 
-// A store's checkpoint names the changelog offset it reached and the input
-// position its state reflects.
+// A store's checkpoint names the changelog offset it reached, the ID of
+// the changelog topic it read, and the input position its state reflects.
 func ExampleCheckpoint_MarshalText() {
-	text, _ := state.Checkpoint{Changelog: 120, Input: map[string]int64{"words": 41}}.MarshalText()
+	id := [16]byte{0x3b, 0x8c, 0xd5, 0xaa, 0x1a, 0x27, 0xa7, 0x2d, 0x91, 0x86, 0x54, 0x8f, 0x4d, 0x30, 0xb1, 0x82}
+	text, _ := state.Checkpoint{Changelog: 120, Input: map[string]int64{"words": 41}, ChangelogID: id}.MarshalText()
 	fmt.Println(string(text))
 	// Output:
-	// 120;words=41
+	// 120@O4zVqhonpy2RhlSPTTCxgg;words=41
 }

@@ -460,6 +460,36 @@ func TestChangelogRecordsDeleted(t *testing.T) {
 		"an Error event saying the store at offset 5 restores from the start")
 }
 
+// A store kept from a changelog topic since deleted and recreated restores
+// from the new topic's start, even when the new topic holds records past
+// the store's checkpoint: a fetch from there succeeds, and the store would
+// mix the old topic's state with the new one's.
+func TestChangelogTopicRecreated(t *testing.T) {
+	a := newKeysApp(t)
+	changelog := state.ChangelogTopic("g", 0)
+	kept := &state.MemoryStores{}
+	a.produce("0", "1", "2", "3", "4")
+	a.member(kept, 5) // changelog offsets 0-4; kept's checkpoint 5
+	old := topicID(t, a.c.admin(), changelog)
+
+	deleteTopic(t, a.c.admin(), changelog)
+	// The input's first records are gone too (retention), so that the new
+	// topic's state is not the old one's: a member with an empty store of
+	// its own, which processes the input from its start, recreates the
+	// changelog topic and writes six records to it. The kept store's
+	// checkpoint is inside the new topic.
+	a.c.deleteRecords("in", 0, 5)
+	a.produce("5", "6", "7", "8", "9", "9")
+	a.member(&state.MemoryStores{}, 6)
+	recreated := topicID(t, a.c.admin(), changelog)
+	require.NotEqual(t, old, recreated, "topic ID of the recreated changelog topic")
+	require.Equal(t, map[string]map[int32]int64{changelog: {0: 6}}, a.c.endOffsets(map[string][]int32{changelog: {0}}), "end offset of the recreated changelog")
+
+	require.Equal(t, []string{"5", "6", "7", "8", "9"}, a.read(kept), "keys of the state a store kept from the deleted changelog topic restores")
+	require.NotEmpty(t, a.reported("task 0_0: store at changelog offset 5", kafkaID(old), kafkaID(recreated), "restoring from the start"),
+		"an Error event saying the store of task 0_0 is of the deleted changelog topic and restores from the start")
+}
+
 // A ListOffsets response that leaves a partition out is an error, not an
 // end offset of zero (which would say a store is not behind).
 func TestEndOffsetsMissingPartition(t *testing.T) {

@@ -369,7 +369,7 @@ func (r *Runtime) writePending(ctx context.Context, t *task) (bool, error) {
 		}
 		return false, err
 	}
-	cp := Checkpoint{Changelog: recs[len(recs)-1].Offset + 1, Input: t.cp.Input}
+	cp := t.checkpoint(recs[len(recs)-1].Offset+1, t.cp.Input)
 	if err := t.store.Apply(nil, cp); err != nil {
 		r.fail(fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err))
 		return false, nil
@@ -513,11 +513,11 @@ func (r *Runtime) write(ctx context.Context, batch []*taskBatch) error {
 			t.pos = tb.pos
 			continue
 		}
-		cp := Checkpoint{Changelog: tb.changelog[len(tb.changelog)-1].Offset + 1, Input: tb.pos}
+		cp := t.checkpoint(tb.changelog[len(tb.changelog)-1].Offset+1, tb.pos)
 		if err := t.store.Apply(tb.changes, cp); err != nil {
 			return fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err)
 		}
-		t.cp, t.pos = Checkpoint{Changelog: cp.Changelog, Input: maps.Clone(cp.Input)}, tb.pos
+		t.cp, t.pos = t.checkpoint(cp.Changelog, maps.Clone(cp.Input)), tb.pos
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func (r *Runtime) applyRestored(t *task, recs []*kgo.Record, resets uint64) (int
 	if skip {
 		return 0, ro, nil
 	}
-	cp := Checkpoint{Changelog: t.cp.Changelog, Input: maps.Clone(t.cp.Input)}
+	cp := t.checkpoint(t.cp.Changelog, maps.Clone(t.cp.Input))
 	changes := make([]Change, 0, len(recs))
 	var last []byte // the position of the last record applied
 	n, start := 0, from
@@ -499,7 +499,7 @@ func (r *Runtime) skipTo(t *task, start int64) error {
 	if skip {
 		return nil
 	}
-	cp := Checkpoint{Changelog: start, Input: t.cp.Input}
+	cp := t.checkpoint(start, t.cp.Input)
 	if err := t.store.Apply(nil, cp); err != nil {
 		return fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err)
 	}

@@ -467,3 +467,57 @@ func TestCloseErrorWithoutLocks(t *testing.T) {
 	r.closeStores()
 	require.Equal(t, []bool{false}, locked, "the task's lock held at each Error event of closeStores")
 }
+
+// A store opens as it is unless its checkpoint and the runtime both know
+// the changelog topic's ID and the two differ (the topic was deleted and
+// recreated): then it is cleared, with an Error event naming both. A
+// checkpoint without an ID, as earlier versions wrote, gets the runtime's
+// at its next write.
+func TestOpenChecksChangelogID(t *testing.T) {
+	old, now := [16]byte{15: 1}, [16]byte{15: 2}
+	for _, c := range []struct {
+		name          string
+		stored, known [16]byte
+		reset         bool
+	}{
+		{"Recreated", old, now, true},
+		{"Same", now, now, false},
+		{"NoneStored", noTopicID, now, false},
+		{"NoneKnown", old, noTopicID, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stores := &MemoryStores{}
+			s, err := stores.Open("0_0")
+			require.NoError(t, err)
+			require.NoError(t, s.Apply([]Change{{Key: []byte("k"), Value: []byte("v")}}, Checkpoint{Changelog: 5, Input: map[string]int64{"in": 5}, ChangelogID: c.stored}))
+			var events []string
+			r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil }, Stores: stores,
+				Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}},
+				Observer:      Observer{Error: func(err error) { events = append(events, err.Error()) }}})
+			require.NoError(t, err)
+			tk := r.tasks["0_0"]
+			tk.changelogID = c.known
+			require.NoError(t, r.open(tk))
+
+			_, kept, err := tk.store.Get([]byte("k"))
+			require.NoError(t, err)
+			if c.reset {
+				require.False(t, kept, "key of the store after open, stored ID %x, the topic's %x", c.stored, c.known)
+				require.Equal(t, int64(0), tk.restored, "restored offset after open")
+				require.Equal(t, []string{"state: task 0_0: store at changelog offset 5, from topic ID AAAAAAAAAAAAAAAAAAAAAQ of g-0-changelog, " +
+					"whose ID is now AAAAAAAAAAAAAAAAAAAAAg (the topic was deleted and recreated): restoring from the start"}, events, "Error events")
+				return
+			}
+			require.True(t, kept, "key of the store after open, stored ID %x, the topic's %x", c.stored, c.known)
+			require.Equal(t, int64(5), tk.restored, "restored offset after open")
+			require.Empty(t, events, "Error events")
+			rec := changelogRecord(tk.changelog, 0, []byte("k2"), []byte("v2"), []byte("in=6"))
+			rec.Offset = 5
+			_, _, err = r.applyRestored(tk, []*kgo.Record{rec}, r.resets.Load())
+			require.NoError(t, err)
+			cp, err := tk.store.Checkpoint()
+			require.NoError(t, err)
+			require.Equal(t, Checkpoint{Changelog: 6, Input: map[string]int64{"in": 6}, ChangelogID: c.known}, cp, "checkpoint after a restore")
+		})
+	}
+}

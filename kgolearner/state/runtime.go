@@ -270,8 +270,9 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 // Process, a write the broker refuses with an error code that writing
 // again would meet, such as INVALID_RECORD). It creates the changelog
 // topics that are missing, refuses existing ones it cannot use
-// (ErrChangelogTopic), opens the stores left from an earlier run and
-// reports their lag at the first join.
+// (ErrChangelogTopic), opens the stores left from an earlier run (clearing
+// those of a changelog topic since deleted and recreated, see
+// Checkpoint.ChangelogID) and reports their lag at the first join.
 //
 // Run rides out brokers that are unreachable or refuse for a while at
 // start, as it does once running. A start step that fails (the changelog
@@ -341,10 +342,15 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		// client, which has ClientOpts too, before anything is created.
 		return fmt.Errorf("state: ClientOpts disable idempotent writes, which the changelog relies on: %w", ErrInvalidConfig)
 	}
-	if err := r.startRetry(ctx, func(ctx context.Context) error {
-		return ensureTopics(ctx, r.rcl, r.changelogPartitions(), r.observeError)
+	var ids map[string][16]byte
+	if err := r.startRetry(ctx, func(ctx context.Context) (err error) {
+		ids, err = ensureTopics(ctx, r.rcl, r.changelogPartitions(), r.observeError)
+		return err
 	}); err != nil {
 		return startErr(err)
+	}
+	for _, t := range r.tasks { // before any store opens
+		t.changelogID = ids[t.changelog]
 	}
 	// Whatever stops Run from here, the start included, closes the stores
 	// it opened: a store left open stays locked (bbolt's file lock) for
@@ -607,16 +613,32 @@ func fatalCode(err error) bool {
 	return ok && !kerr.IsRetriable(err) && !errors.Is(err, kerr.UnknownServerError)
 }
 
-// open opens the task's store, once.
+// open opens the task's store, once. A store whose checkpoint names
+// another changelog topic ID than the task's (a store kept from a topic
+// since deleted and recreated) is reset: the new topic's offsets restart at
+// zero, so a restore from the store's checkpoint would extend its state
+// with records of another history, silently whenever the new topic holds
+// that offset. A zero ID on either side is unknown: the store is used.
 func (r *Runtime) open(t *task) error {
+	cp, opened, err := r.openStore(t)
+	if err != nil || !opened || cp.ChangelogID == noTopicID || t.changelogID == noTopicID || cp.ChangelogID == t.changelogID {
+		return err
+	}
+	return r.reset(t, fmt.Sprintf("from topic ID %s of %s, whose ID is now %s (the topic was deleted and recreated)",
+		formatTopicID(cp.ChangelogID), t.changelog, formatTopicID(t.changelogID)))
+}
+
+// openStore is open without the check of the changelog's ID: it returns
+// the checkpoint of the store it opened, if it opened one.
+func (r *Runtime) openStore(t *task) (Checkpoint, bool, error) {
 	t.applyMu.Lock()
 	defer t.applyMu.Unlock()
 	if t.store != nil || !t.stateful {
-		return nil
+		return Checkpoint{}, false, nil
 	}
 	s, err := r.stores.Open(t.id)
 	if err != nil {
-		return fmt.Errorf("%w: open task %s: %w", ErrStore, t.id, err)
+		return Checkpoint{}, false, fmt.Errorf("%w: open task %s: %w", ErrStore, t.id, err)
 	}
 	cp, err := s.Checkpoint()
 	if err == nil {
@@ -624,13 +646,13 @@ func (r *Runtime) open(t *task) error {
 	}
 	if err != nil {
 		s.Close()
-		return fmt.Errorf("%w: task %s checkpoint: %w", ErrStore, t.id, err)
+		return Checkpoint{}, false, fmt.Errorf("%w: task %s checkpoint: %w", ErrStore, t.id, err)
 	}
 	t.store, t.cp = s, cp
 	r.mu.Lock()
 	t.opened, t.restored = true, cp.Changelog
 	r.mu.Unlock()
-	return nil
+	return cp, true, nil
 }
 
 // closeStores closes the open stores, reporting their errors once the

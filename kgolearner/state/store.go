@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -18,7 +19,8 @@ import (
 // A store holds a prefix of its changelog: Apply writes a batch of changes
 // together with the Checkpoint they reach, atomically, so that after a crash
 // the data and the checkpoint still agree and the runtime replays only the
-// changelog from Checkpoint().Changelog on.
+// changelog from Checkpoint().Changelog on (all of it if the changelog
+// topic was recreated since: Checkpoint.ChangelogID).
 type Store interface {
 	// Get returns the value of key; ok is false when the key is absent.
 	// The value is the caller's to keep and change: the store's data must
@@ -61,6 +63,18 @@ type Checkpoint struct {
 	// whose effects are not in the store. A promoted or restarted task
 	// skips input records below it: their effects are already in its state.
 	Input map[string]int64
+	// ChangelogID is the topic ID of the changelog topic the store's
+	// records come from, as the brokers listed it when Run started. A
+	// topic deleted and recreated under the same name gets a new ID, and
+	// its offsets restart at zero: Run clears a store of another ID and
+	// restores it from the new topic's start, as it does a store whose
+	// changelog lost the records after its checkpoint. Zero when unknown:
+	// a checkpoint written before the runtime recorded the ID, or under
+	// brokers that list no topic IDs (before Kafka 2.8). Such a store is
+	// used as it is (nothing tells its topic from a recreated one), and
+	// its next Apply records the ID then known. A Store keeps it with the
+	// rest of the checkpoint (MarshalText encodes it).
+	ChangelogID [16]byte
 }
 
 // check refuses a checkpoint with a negative offset, which a Store may
@@ -79,31 +93,68 @@ func (cp Checkpoint) check() error {
 	return nil
 }
 
-// MarshalText encodes the checkpoint as "<changelog>" followed by
-// ";<topic>=<offset>" per input topic in name order (Kafka topic names
-// contain neither ';' nor '=').
+// MarshalText encodes the checkpoint as "<changelog>", then
+// "@<changelog ID>" unless the ID is zero, then ";<topic>=<offset>" per
+// input topic in name order. The ID is written as Kafka's tools write
+// topic IDs (22 characters of unpadded URL-safe base64), and Kafka topic
+// names contain none of ';', '=' and '@'. Versions of the runtime before
+// ChangelogID refuse a text with an ID.
 func (cp Checkpoint) MarshalText() ([]byte, error) {
 	var b strings.Builder
 	b.WriteString(strconv.FormatInt(cp.Changelog, 10))
+	if cp.ChangelogID != noTopicID {
+		b.WriteString("@" + formatTopicID(cp.ChangelogID))
+	}
 	for _, topic := range slices.Sorted(maps.Keys(cp.Input)) {
 		fmt.Fprintf(&b, ";%s=%d", topic, cp.Input[topic])
 	}
 	return []byte(b.String()), nil
 }
 
-// UnmarshalText decodes what MarshalText encodes.
+// UnmarshalText decodes what MarshalText encodes, including the text of
+// versions that did not record the changelog's ID (no "@<changelog ID>"),
+// which gives a zero ChangelogID.
 func (cp *Checkpoint) UnmarshalText(text []byte) error {
 	parts := bytes.Split(text, []byte(";"))
-	n, err := strconv.ParseInt(string(parts[0]), 10, 64)
-	if err != nil || n < 0 {
-		return fmt.Errorf("state: checkpoint %q: changelog offset %q is not a non-negative integer", text, parts[0])
+	changelog, id, hasID := bytes.Cut(parts[0], []byte("@"))
+	n, ok := parseOffset(changelog)
+	if !ok {
+		return fmt.Errorf("state: checkpoint %q: changelog offset %q is not a non-negative integer", text, changelog)
+	}
+	var topicID [16]byte
+	if hasID {
+		if topicID, ok = parseTopicID(id); !ok {
+			return fmt.Errorf("state: checkpoint %q: changelog ID %q is not a topic ID (22 characters of URL-safe base64, not all zero)", text, id)
+		}
 	}
 	input, err := parsePositions(parts[1:])
 	if err != nil {
 		return fmt.Errorf("state: checkpoint %q: %w", text, err)
 	}
-	*cp = Checkpoint{Changelog: n, Input: input}
+	*cp = Checkpoint{Changelog: n, Input: input, ChangelogID: topicID}
 	return nil
+}
+
+// noTopicID is the zero topic ID: unknown (Kafka never gives it to a
+// topic).
+var noTopicID [16]byte
+
+// formatTopicID writes a topic ID as Kafka does (Uuid.toString): URL-safe
+// base64 without padding.
+func formatTopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// parseTopicID parses what formatTopicID writes, but the zero ID, which
+// it never writes: exactly 22 characters whose unused last bits are zero,
+// so that every ID has one text.
+func parseTopicID(b []byte) ([16]byte, bool) {
+	var id [16]byte
+	if len(b) != base64.RawURLEncoding.EncodedLen(len(id)) {
+		return noTopicID, false
+	}
+	if n, err := base64.RawURLEncoding.Strict().Decode(id[:], b); err != nil || n != len(id) || id == noTopicID {
+		return noTopicID, false
+	}
+	return id, true
 }
 
 // parsePositions decodes "<topic>=<offset>" items.
@@ -209,7 +260,8 @@ func (h *memoryHandle) Apply(changes []Change, cp Checkpoint) error {
 			h.m.data[string(c.Key)] = slices.Clone(c.Value)
 		}
 	}
-	h.m.cp = Checkpoint{Changelog: cp.Changelog, Input: maps.Clone(cp.Input)}
+	h.m.cp = cp
+	h.m.cp.Input = maps.Clone(cp.Input)
 	return nil
 }
 
@@ -219,7 +271,9 @@ func (h *memoryHandle) Checkpoint() (Checkpoint, error) {
 	}
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
-	return Checkpoint{Changelog: h.m.cp.Changelog, Input: maps.Clone(h.m.cp.Input)}, nil
+	cp := h.m.cp
+	cp.Input = maps.Clone(cp.Input)
+	return cp, nil
 }
 
 func (h *memoryHandle) Clear() error {

@@ -18,11 +18,12 @@ const (
 
 // task is the member's state of one task.
 type task struct {
-	id        string
-	stateful  bool
-	partition int32
-	changelog string             // changelog topic (stateful tasks)
-	inputs    map[string][]int32 // input topic -> the task's partition
+	id          string
+	stateful    bool
+	partition   int32
+	changelog   string             // changelog topic (stateful tasks)
+	changelogID [16]byte           // its topic ID, listed as Run started; zero if unknown
+	inputs      map[string][]int32 // input topic -> the task's partition
 
 	// Guarded by Runtime.mu.
 	role        role
@@ -62,4 +63,10 @@ type task struct {
 // changelog partition.
 func (t *task) restoring() bool {
 	return t.stateful && t.opened && (t.role == roleLearner || t.role == roleStandby || (t.role == roleActive && !t.running))
+}
+
+// checkpoint returns the checkpoint of a store that reaches changelog and
+// input, in the changelog topic the task writes and restores.
+func (t *task) checkpoint(changelog int64, input map[string]int64) Checkpoint {
+	return Checkpoint{Changelog: changelog, Input: input, ChangelogID: t.changelogID}
 }

@@ -16,7 +16,7 @@ import (
 func Run(t *testing.T, open func(t *testing.T) func() state.Stores) {
 	t.Run("ApplyThenGet", func(t *testing.T) {
 		s := mustOpen(t, open(t)(), "0_1")
-		cp := state.Checkpoint{Changelog: 3, Input: map[string]int64{"words": 7}}
+		cp := state.Checkpoint{Changelog: 3, Input: map[string]int64{"words": 7}, ChangelogID: [16]byte{1, 2, 3}}
 		require.NoError(t, s.Apply([]state.Change{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("2")}, {Key: []byte("a"), Value: []byte("3")}}, cp))
 		requireValue(t, s, "a", "3")
 		requireValue(t, s, "b", "2")
@@ -64,7 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) func() state.Stores) {
 	t.Run("SurvivesReopen", func(t *testing.T) {
 		stores := open(t)
 		s := mustOpen(t, stores(), "0_3")
-		cp := state.Checkpoint{Changelog: 9, Input: map[string]int64{"words": 4, "clicks": 2}}
+		cp := state.Checkpoint{Changelog: 9, Input: map[string]int64{"words": 4, "clicks": 2}, ChangelogID: [16]byte{15: 9}}
 		require.NoError(t, s.Apply([]state.Change{{Key: []byte("k"), Value: []byte("v")}}, cp))
 		require.NoError(t, s.Close())
 
