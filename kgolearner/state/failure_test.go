@@ -471,6 +471,13 @@ func TestChangelogTopicRecreated(t *testing.T) {
 	a.produce("0", "1", "2", "3", "4")
 	a.member(kept, 5) // changelog offsets 0-4; kept's checkpoint 5
 	old := topicID(t, a.c.admin(), changelog)
+	s, err := kept.Open("0_0")
+	require.NoError(t, err)
+	cp, err := s.Checkpoint()
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.Equal(t, state.Checkpoint{Changelog: 5, Input: map[string]int64{"in": 5}, ChangelogID: old}, cp,
+		"checkpoint of the store of the member that created the changelog topic, its ID %s", kafkaID(old))
 
 	deleteTopic(t, a.c.admin(), changelog)
 	// The input's first records are gone too (retention), so that the new
