@@ -23,7 +23,7 @@ type group struct {
 	nRacks   int
 	load     []int32 // planned active tasks: owned and not learned away, plus learning
 	held     csr     // tasks reported in Assigned or Revoked, sorted
-	warmBy   csr     // per member: tasks it has local state for (standby or lag), smallest lag first
+	warmBy   csr     // per member: tasks it has local state for (standby, lag, or a claim that lost: warmLosers), smallest lag first
 	readyBy  csr     // per member: its learner tasks ready by Options.LearnerReady's rule; nil start when nobody learns
 	unknown  map[int32][]string
 	// contested is set when two members reported holding one task (in
@@ -64,7 +64,7 @@ type group struct {
 	// group where each task has an owner and no learner is ready.
 	owned    int
 	placed   bool
-	warm     csr           // members with local state for the task (standby or lag); nil start when none has and no standbys are placed
+	warm     csr           // members with local state for the task (warmBy by task); nil start when none has and no standbys are placed
 	warmLag  []reportedLag // nil when no member reported a lag (see warmLagAt)
 	warmIsSb []bool
 

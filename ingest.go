@@ -26,11 +26,14 @@ func ingest(topo *topology, opts Options, in reports, s *scratch) (*group, error
 			return nil, err
 		}
 	}
+	if len(rd.lost) > 0 {
+		rd.warmLosers()
+	}
 	rd.indexWarm()
 	if rd.classed { // claims to plain ranks
 		for t, w := range rd.owner {
 			if w != none {
-				rd.owner[t] = w & (1<<claimShift - 1)
+				rd.owner[t] = w & claimRank
 			}
 		}
 	}
@@ -150,8 +153,14 @@ const (
 	claimActiveLeaving
 	claimRevokedStaying
 	claimRevokedLeaving
-	claimShift = 32 - kindBits // the class's place in a claim word: above every rank (MaxMembers)
+	claimShift = 32 - kindBits     // the class's place in a claim word: above every rank (MaxMembers)
+	claimRank  = 1<<claimShift - 1 // the rank's bits in a claim word
 )
+
+// claimLoss is a claim of ownership that lost to another member's
+// (readHeld): the member of rank rank holds task's state but does not own
+// it (warmLosers).
+type claimLoss struct{ rank, task int32 }
 
 // List kinds recorded in the per-task stamp while one member is validated.
 // Stale (IndexedMember.Stale) is recorded only by ID: its tasks have no
@@ -213,7 +222,8 @@ type reader struct {
 	ready        []int32 // only while read without stamps, which then know no kindReady
 	merge        []int32 // scratch for sortHeld
 	classed      bool    // some member claimed a task with a class other than the best
-	unstamped    bool    // its lists are read without stamps (see stampless)
+	lost         []claimLoss
+	unstamped    bool // its lists are read without stamps (see stampless)
 	// Its held row, held.items[heldFrom:], is Assigned's tasks, then from
 	// revokedFrom on Revoked's, until sortHeld merges the two.
 	heldFrom, revokedFrom int
@@ -692,9 +702,11 @@ func (rd *reader) readHeld(l taskList, k, ifStaying, ifLeaving uint8) error {
 			claimed++
 		} else {
 			rd.contested = true
+			lost := mine
 			if mine < w { // the best class wins; members come in rank order, so the first wins ties
-				owner[t] = mine
+				owner[t], lost = mine, w
 			}
+			rd.lost = append(rd.lost, claimLoss{rank: lost & claimRank, task: t})
 		}
 	}
 	rd.owned += claimed
@@ -872,12 +884,7 @@ func (rd *reader) readReady() error {
 // left on disk from earlier ownership; the last are warm entries of their own.
 // Lags only ever enter comparisons, so every non-negative int64 is allowed.
 func (rd *reader) readLag() (map[int32]int64, error) {
-	n := 0
-	if rd.m.byID != nil {
-		n = len(rd.m.byID.Lag)
-	} else {
-		n = len(rd.m.byIndex.Lag)
-	}
+	n := rd.lagCount()
 	if n == 0 {
 		return nil, nil
 	}
@@ -908,6 +915,14 @@ func (rd *reader) readLag() (map[int32]int64, error) {
 		}
 	}
 	return lags, nil
+}
+
+// lagCount returns how many lags the member reported.
+func (rd *reader) lagCount() int {
+	if rd.m.byID != nil {
+		return len(rd.m.byID.Lag)
+	}
+	return len(rd.m.byIndex.Lag)
 }
 
 // lagAt returns the member's i-th lag: its task as resolve takes it, and
@@ -969,4 +984,86 @@ func (rd *reader) indexWarm() {
 			}
 		}
 	}
+}
+
+// warmLosers gives each member whose claim to a stateful task lost
+// (readHeld) a warm entry for it, with the lag it reported for it if any.
+// The loser ran the task or revoked it at this join, so it has the task's
+// state; ownership went to the winning claim, but choosing a learner for a
+// leaving owner's task (rule 6) or a task to balance onto the loser (rule
+// 8) should rank it as any member with local state, not as one without.
+// The entry gives the loser no claim: it is never an owner by it, only a
+// candidate learner. Claims collide only in stale or conflicting reports,
+// so the entries are merged in here, rebuilding the warm rows once,
+// rather than making every member's read look for losses.
+func (rd *reader) warmLosers() {
+	slices.SortFunc(rd.lost, func(x, y claimLoss) int {
+		return cmp.Or(cmp.Compare(x.rank, y.rank), cmp.Compare(x.task, y.task))
+	})
+	old, n := rd.warmBy, len(rd.warmBy.start)-1
+	size := len(old.items) + len(rd.lost)
+	by := csr{start: make([]int32, n+1), items: make([]int32, 0, size)}
+	sb := make([]bool, 0, size)
+	var lag []reportedLag // nil while nobody reported a lag, as warmLag
+	if rd.warmLag != nil {
+		lag = make([]reportedLag, 0, size)
+	}
+	var es []warmEntry
+	lost := rd.lost
+	for m := range int32(n) {
+		from, to := old.start[m], old.start[m+1]
+		k := 0
+		for k < len(lost) && lost[k].rank == m {
+			k++
+		}
+		mine := lost[:k]
+		lost = lost[k:]
+		if len(mine) == 0 {
+			by.items = append(by.items, old.items[from:to]...)
+			sb = append(sb, rd.warmSb[from:to]...)
+			if lag != nil {
+				lag = append(lag, rd.warmLag[from:to]...)
+			}
+			by.start[m+1] = int32(len(by.items))
+			continue
+		}
+		es = es[:0]
+		for i := from; i < to; i++ {
+			es = append(es, rd.warmEntryAt(int(i)))
+		}
+		lags := rd.lagsOf(m)
+		for _, c := range mine {
+			if rd.isStateful(c.task) {
+				es = append(es, warmEntry{task: c.task, lag: lagOf(lags, c.task)})
+			}
+		}
+		slices.SortFunc(es, compareWarm)
+		for _, e := range es {
+			by.items = append(by.items, e.task)
+			sb = append(sb, e.standby)
+			if lag != nil {
+				lag = append(lag, e.lag)
+			}
+		}
+		by.start[m+1] = int32(len(by.items))
+	}
+	rd.warmBy, rd.warmSb, rd.warmLag = by, sb, lag
+}
+
+// lagsOf returns the lags member m reported, by task, nil when it reported
+// none. It makes m the member being read again: its report was read
+// (readLag), so it is valid.
+func (rd *reader) lagsOf(m int32) map[int32]int64 {
+	rd.load(int(rd.byRank[m]))
+	n := rd.lagCount()
+	if n == 0 {
+		return nil
+	}
+	lags := make(map[int32]int64, n)
+	for i := range n {
+		if t, _, lag := rd.lagAt(i); t != none {
+			lags[t] = lag
+		}
+	}
+	return lags
 }

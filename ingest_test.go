@@ -73,3 +73,44 @@ func TestUnstampedReadAgrees(t *testing.T) {
 		require.Equal(t, wantIdx, gotIdx, "%d: AssignIndexed(%v) without stamps, want the stamped read's", i, idx[0])
 	}
 }
+
+// TestContestLoserIsWarm: a member whose claim to a task lost still has
+// the task's state, and the lag it reported for it ranks it among the
+// other copies when a leaving owner's task gets a learner (rule 6), by ID
+// and by index alike.
+func TestContestLoserIsWarm(t *testing.T) {
+	for _, tc := range []struct {
+		src, learner string
+	}{
+		{`tasks: T1 T2 T3
+S1(assigned: [T2], revoked: [T1], learning: [], lag: [T1=5])
+S2(assigned: [T1, T3], revoked: [], learning: [], leaving)
+S3(assigned: [], revoked: [], learning: [], standby: [T1], lag: [T1=100])`, "S1"},
+		{`tasks: T1 T2 T3
+S1(assigned: [T2], revoked: [T1], learning: [], lag: [T1=100])
+S2(assigned: [T1, T3], revoked: [], learning: [], leaving)
+S3(assigned: [], revoked: [], learning: [], standby: [T1], lag: [T1=5])`, "S3"},
+		{`tasks: T1 T2 T3
+S1(assigned: [T1, T3], revoked: [], learning: [], leaving)
+S2(assigned: [T2], revoked: [], learning: [], lag: [T1=7])
+S3(assigned: [T1], revoked: [], learning: [], leaving, lag: [T1=0])
+S4(assigned: [], revoked: [T1], learning: [], lag: [T1=3])`, "S4"},
+	} {
+		r, err := ParseRebalance(tc.src)
+		require.NoError(t, err)
+		a, err := New(r.Tasks, r.Options)
+		require.NoError(t, err)
+		out, err := a.Assign(r.Members)
+		require.NoError(t, err, "Assign(%s)", tc.src)
+		var learner string
+		for _, as := range out {
+			if slices.Contains(as.Learning, "T1") {
+				learner = as.MemberID
+			}
+		}
+		require.Equal(t, tc.learner, learner, "Assign(%s): T1's learner, want the member with the smallest lag", tc.src)
+		idx, err := a.AssignIndexed(learnertest.IndexedMembers(r.Tasks, r.Members))
+		require.NoError(t, err, "AssignIndexed(%s)", tc.src)
+		require.Equal(t, out, assignmentsByID(t, a, idx), "AssignIndexed(%s) by ID, want Assign's answer", tc.src)
+	}
+}
