@@ -38,7 +38,10 @@ type inputView struct {
 	ready    []map[int]bool    // member -> its ready learner tasks
 	lag      []map[int]int64   // member -> reported lag per task
 	standby  [][]int           // members reporting a standby of each task
-	warm     [][]int           // members with a standby or a lag for each task
+	// warm lists, per task, the members with local state for it: a
+	// standby, a lag, or a claim that lost to another member's (it still
+	// holds the state of a task it ran or revoked at join).
+	warm [][]int
 	// caught lists, per stateful task, the staying members with a caught-up
 	// copy: running or revoked it, a standby of it with a lag within
 	// AcceptableLag (or none reported), a ready learner of it.
@@ -132,6 +135,14 @@ func newInputView(tasks []learner.Task, opts learner.Options, in []learner.Membe
 		}
 		for t := range warm {
 			v.warm[t] = append(v.warm[t], m)
+		}
+	}
+	for m, mm := range v.members {
+		for _, id := range slices.Concat(mm.Assigned, mm.Revoked) {
+			if t, ok := v.taskIdx[id]; ok && v.owner[t] != m && v.tasks[t].Stateful && !slices.Contains(v.warm[t], m) {
+				v.warm[t] = append(v.warm[t], m)
+				slices.Sort(v.warm[t])
+			}
 		}
 	}
 	v.caught = make([][]int, nt)
@@ -488,7 +499,7 @@ func (c *checker) tasksRules(out []learner.Assignment, o *outputView) {
 			}
 			if len(warm) > 0 && !v.warmest(t, learner, warm) {
 				c.add("hand-over", c.memberID(learner), id, "new learner of a leaving member's task is not the member with the most of its state (%s)",
-					c.memberID(warm[0]))
+					c.memberID(v.warmestOf(t, warm)))
 			}
 		}
 

@@ -30,7 +30,8 @@
 //	              member keeps no stateless task and every stateful task it
 //	              keeps has a learner; a new learner of its task is the
 //	              member with the most of the task's state, if any has some
-//	              (smallest reported lag, then a standby)
+//	              (smallest reported lag, then a standby, then other state:
+//	              a lag reported, or a claim to the task that lost)
 //	keep-learner  a not-ready learner of a staying member is kept, or its
 //	              task is now active there (unless the task had no owner:
 //	              rule orphan decides)
