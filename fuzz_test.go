@@ -54,7 +54,8 @@ func FuzzAssign(f *testing.F) {
 		}
 		corrupt, rest := data[0], data[1:]
 		src := &byteSource{b: rest}
-		g := learnertest.Generate(rand.New(src), fuzzSpec)
+		g, err := learnertest.Generate(rand.New(src), fuzzSpec)
+		require.NoError(t, err, "Generate")
 		a, err := New(g.Tasks, g.Options)
 		require.NoError(t, err, "New(generated topology)")
 		if what, ok := corruptGroup(&g, corrupt, rand.New(src)); ok {

@@ -30,7 +30,8 @@ func TestAssignIndexedAgrees(t *testing.T) {
 	}()
 	for i := range n {
 		r := rand.New(rand.NewPCG(seed+uint64(i), 7))
-		g := learnertest.Generate(r, propertySpec)
+		g, err := learnertest.Generate(r, propertySpec)
+		require.NoError(t, err, "Generate")
 		a, err := New(g.Tasks, g.Options)
 		require.NoError(t, err, "New(generated topology)")
 		what, corrupt := "", false

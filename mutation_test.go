@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	. "github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/learnertest"
@@ -251,7 +252,7 @@ func TestMutationsAreCaught(t *testing.T) {
 	seed := baseSeed(t)
 	t.Logf("seed %d", seed)
 	for _, m := range mutations {
-		by, where := catchInGroups(m, seed, 2000)
+		by, where := catchInGroups(t, m, seed, 2000)
 		if by == "" {
 			by, where = catchInHistories(m, seed, 200)
 		}
@@ -264,9 +265,10 @@ func TestMutationsAreCaught(t *testing.T) {
 
 // catchInGroups returns the wanted rule a generated group reports for the
 // mutated assignor but not for the real one, and where.
-func catchInGroups(m mutation, seed uint64, n int) (rule, where string) {
+func catchInGroups(t *testing.T, m mutation, seed uint64, n int) (rule, where string) {
 	for i := range n {
-		g := learnertest.Generate(rand.New(rand.NewPCG(seed+uint64(i), 1)), propertySpec)
+		g, err := learnertest.Generate(rand.New(rand.NewPCG(seed+uint64(i), 1)), propertySpec)
+		require.NoError(t, err, "Generate")
 		a, err := New(g.Tasks, g.Options)
 		if err != nil {
 			continue

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	. "github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/internal/testseed"
@@ -76,7 +77,8 @@ func checkGenerated(t *testing.T, spec learnertest.Spec, stream uint64, n int,
 	failures := 0
 	for i := range n {
 		s := seed + uint64(i)
-		g := learnertest.Generate(rand.New(rand.NewPCG(s, stream)), spec)
+		g, err := learnertest.Generate(rand.New(rand.NewPCG(s, stream)), spec)
+		require.NoError(t, err, "Generate(%+v)", spec)
 		for _, l := range labels(g) {
 			seen[l]++
 		}

@@ -19,7 +19,8 @@ import (
 func TestAssignReuseMatchesFresh(t *testing.T) {
 	for i := range 150 {
 		r := rand.New(rand.NewPCG(uint64(i), 9))
-		g := learnertest.Generate(r, learnertest.Spec{MaxMembers: 150, MaxTasks: 3000, Features: true})
+		g, err := learnertest.Generate(r, learnertest.Spec{MaxMembers: 150, MaxTasks: 3000, Features: true})
+		require.NoError(t, err, "Generate")
 		a, err := New(g.Tasks, g.Options)
 		if err != nil {
 			continue

@@ -1,6 +1,7 @@
 package learnertest
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,10 +12,15 @@ import (
 	"github.com/learnerassignor/learner"
 )
 
+// ErrInvalidArgument is wrapped by the errors of Generate, NewHistory and
+// History.Run for arguments they cannot draw or run with.
+var ErrInvalidArgument = errors.New("invalid argument")
+
 // Spec bounds what Generate draws.
 type Spec struct {
-	// MaxMembers and MaxTasks bound the group's size; most groups are
-	// much smaller (up to 8 members and 24 tasks, or 20 and 100).
+	// MaxMembers and MaxTasks bound the group's size, from 0 to what
+	// Assign accepts (learner.MaxMembers, learner.MaxTasks); most groups
+	// are much smaller (up to 8 members and 24 tasks, or 20 and 100).
 	MaxMembers, MaxTasks int
 	// Features adds capacities, a learner budget, lag-based readiness,
 	// racks and subtopology IDs.
@@ -64,8 +70,12 @@ func chance(r *rand.Rand, ps ...float64) float64 { return ps[r.IntN(len(ps))] }
 // random, including conflicts the rules must resolve: tasks claimed by two
 // members, assigned on one and revoked on another, orphans, learners of
 // orphans, competing learners, tasks the topology does not have, leaving
-// members, everyone leaving.
-func Generate(r *rand.Rand, spec Spec) learner.Rebalance {
+// members, everyone leaving. A nil r, or a MaxMembers or MaxTasks out of
+// its range, is an error wrapping ErrInvalidArgument.
+func Generate(r *rand.Rand, spec Spec) (learner.Rebalance, error) {
+	if err := spec.check(r); err != nil {
+		return learner.Rebalance{}, err
+	}
 	spec.Features = spec.Features || spec.Extreme
 	var g learner.Rebalance
 	nm, nt := 0, 0
@@ -137,7 +147,7 @@ func Generate(r *rand.Rand, spec Spec) learner.Rebalance {
 		used[i] = map[string]bool{}
 	}
 	if nm == 0 {
-		return g
+		return g, nil
 	}
 
 	// free returns a random member that does not list id yet, or -1.
@@ -240,7 +250,21 @@ func Generate(r *rand.Rand, spec Spec) learner.Rebalance {
 		mm := &g.Members[m]
 		r.Shuffle(len(mm.Assigned), func(i, j int) { mm.Assigned[i], mm.Assigned[j] = mm.Assigned[j], mm.Assigned[i] })
 	}
-	return g
+	return g, nil
+}
+
+// check returns Generate's error for drawing from r with spec: the sizes
+// are bounded before Generate draws from 0 to them (r.IntN(n+1)).
+func (spec Spec) check(r *rand.Rand) error {
+	switch {
+	case r == nil:
+		return fmt.Errorf("learnertest: Generate with a nil *rand.Rand: %w", ErrInvalidArgument)
+	case spec.MaxMembers < 0 || spec.MaxMembers > learner.MaxMembers:
+		return fmt.Errorf("learnertest: Spec.MaxMembers is %d, want 0 to %d: %w", spec.MaxMembers, learner.MaxMembers, ErrInvalidArgument)
+	case spec.MaxTasks < 0 || spec.MaxTasks > learner.MaxTasks:
+		return fmt.Errorf("learnertest: Spec.MaxTasks is %d, want 0 to %d: %w", spec.MaxTasks, learner.MaxTasks, ErrInvalidArgument)
+	}
+	return nil
 }
 
 func countStateful(tasks []learner.Task) int {

@@ -97,7 +97,8 @@ type History struct {
 	Options learner.Options
 	// Assign is the Assignor's Assign, or a deliberately broken one.
 	Assign AssignFunc
-	// K bounds replay: every learner is ready within K rebalances.
+	// K bounds replay: every learner is ready within K rebalances, 1 to
+	// MaxK (Run's error otherwise).
 	K int
 	// Capacities makes joining members draw capacities 1 to 3.
 	Capacities bool
@@ -118,6 +119,11 @@ type History struct {
 	round   int
 	log     []string // the last rounds, printed on failure
 }
+
+// MaxK is the largest History.K: it bounds Run's arithmetic (its livelock
+// limit is 10·(tasks+2)·K rebalances) far from overflow, and is far beyond
+// any replay a history needs to model.
+const MaxK = 1 << 16
 
 // Failure is the error Run returns at a history's first broken rule.
 type Failure struct {
@@ -393,8 +399,11 @@ func overSpread(tasks []learner.Task, in []learner.MemberMetadata, out []learner
 // NewHistory draws a history's topology (up to 60 tasks), options and K
 // from r, which then drives the whole history; features adds capacities,
 // racks, lag-based readiness and a learner budget. Assign is a new
-// Assignor's.
+// Assignor's. A nil r is an error wrapping ErrInvalidArgument.
 func NewHistory(r *rand.Rand, features bool) (*History, error) {
+	if r == nil {
+		return nil, fmt.Errorf("learnertest: NewHistory with a nil *rand.Rand: %w", ErrInvalidArgument)
+	}
 	nt := r.IntN(60)
 	pStateless := chance(r, 0, 0.2, 1)
 	subtopologies := features && r.IntN(2) == 0
@@ -456,8 +465,18 @@ func (s *History) Rebalances() int { return s.round }
 // membership changes, each followed by a quiet spell that must reach the
 // fixed point within ConvergenceBound. It records the quiet spells in stats
 // (nil: not recorded) and returns the first broken rule as a *Failure, or
-// nil.
+// nil. A History it cannot run (not built by NewHistory, a nil Assign, K
+// outside 1 to MaxK) is an error wrapping ErrInvalidArgument, before any
+// rebalance.
 func (s *History) Run(rounds int, stats *QuietStats) (err error) {
+	switch {
+	case s.r == nil:
+		return fmt.Errorf("learnertest: History not built by NewHistory (it has no random source): %w", ErrInvalidArgument)
+	case s.Assign == nil:
+		return fmt.Errorf("learnertest: History.Assign is nil: %w", ErrInvalidArgument)
+	case s.K < 1 || s.K > MaxK:
+		return fmt.Errorf("learnertest: History.K is %d, want 1 to %d (learners ready within K rebalances): %w", s.K, MaxK, ErrInvalidArgument)
+	}
 	if stats == nil {
 		stats = NewQuietStats()
 	}
