@@ -211,6 +211,9 @@ type reader struct {
 	// is one per standby, a hundred thousand in a large group.
 	warmSb  []bool
 	warmLag []reportedLag
+	// lost lists the claims that lost a contest, for warmLosers; nil in
+	// a group without stale or conflicting claims.
+	lost []claimLoss
 
 	// The member being read.
 	m            report
@@ -222,8 +225,7 @@ type reader struct {
 	ready        []int32 // only while read without stamps, which then know no kindReady
 	merge        []int32 // scratch for sortHeld
 	classed      bool    // some member claimed a task with a class other than the best
-	lost         []claimLoss
-	unstamped    bool // its lists are read without stamps (see stampless)
+	unstamped    bool    // its lists are read without stamps (see stampless)
 	// Its held row, held.items[heldFrom:], is Assigned's tasks, then from
 	// revokedFrom on Revoked's, until sortHeld merges the two.
 	heldFrom, revokedFrom int
@@ -1027,7 +1029,7 @@ func (rd *reader) warmLosers() {
 			by.start[m+1] = int32(len(by.items))
 			continue
 		}
-		es = es[:0]
+		es = slices.Grow(es[:0], int(to-from)+len(mine))
 		for i := from; i < to; i++ {
 			es = append(es, rd.warmEntryAt(int(i)))
 		}
