@@ -26,17 +26,17 @@ func ingest(topo *topology, opts Options, in reports, s *scratch) (*group, error
 			return nil, err
 		}
 	}
-	if len(rd.lost) > 0 {
-		rd.warmLosers()
-	}
-	rd.indexWarm()
 	if rd.classed { // claims to plain ranks
 		for t, w := range rd.owner {
 			if w != none {
-				rd.owner[t] = w & claimRank
+				rd.owner[t] = w & (1<<claimShift - 1)
 			}
 		}
 	}
+	if rd.contested {
+		rd.warmLosers()
+	}
+	rd.indexWarm()
 	return rd.group, nil
 }
 
@@ -153,14 +153,8 @@ const (
 	claimActiveLeaving
 	claimRevokedStaying
 	claimRevokedLeaving
-	claimShift = 32 - kindBits     // the class's place in a claim word: above every rank (MaxMembers)
-	claimRank  = 1<<claimShift - 1 // the rank's bits in a claim word
+	claimShift = 32 - kindBits // the class's place in a claim word: above every rank (MaxMembers)
 )
-
-// claimLoss is a claim of ownership that lost to another member's
-// (readHeld): the member of rank rank holds task's state but does not own
-// it (warmLosers).
-type claimLoss struct{ rank, task int32 }
 
 // List kinds recorded in the per-task stamp while one member is validated.
 // Stale (IndexedMember.Stale) is recorded only by ID: its tasks have no
@@ -211,9 +205,6 @@ type reader struct {
 	// is one per standby, a hundred thousand in a large group.
 	warmSb  []bool
 	warmLag []reportedLag
-	// lost lists the claims that lost a contest, for warmLosers; nil in
-	// a group without stale or conflicting claims.
-	lost []claimLoss
 
 	// The member being read.
 	m            report
@@ -704,11 +695,9 @@ func (rd *reader) readHeld(l taskList, k, ifStaying, ifLeaving uint8) error {
 			claimed++
 		} else {
 			rd.contested = true
-			lost := mine
 			if mine < w { // the best class wins; members come in rank order, so the first wins ties
-				owner[t], lost = mine, w
+				owner[t] = mine
 			}
-			rd.lost = append(rd.lost, claimLoss{rank: lost & claimRank, task: t})
 		}
 	}
 	rd.owned += claimed
@@ -988,39 +977,44 @@ func (rd *reader) indexWarm() {
 	}
 }
 
-// warmLosers gives each member whose claim to a stateful task lost
-// (readHeld) a warm entry for it, with the lag it reported for it if any.
-// The loser ran the task or revoked it at this join, so it has the task's
-// state; ownership went to the winning claim, but choosing a learner for a
-// leaving owner's task (rule 6) or a task to balance onto the loser (rule
-// 8) should rank it as any member with local state, not as one without.
-// The entry gives the loser no claim: it is never an owner by it, only a
-// candidate learner. Claims collide only in stale or conflicting reports,
-// so the entries are merged in here, rebuilding the warm rows once,
-// rather than making every member's read look for losses.
+// warmLosers gives each member whose claim to a stateful task lost (it
+// holds the task, another member owns it) a warm entry for it, with the
+// lag it reported for it if any. The loser ran the task or revoked it at
+// this join, so it has the task's state; ownership went to the winning
+// claim, but choosing a learner for a leaving owner's task (rule 6) or a
+// task to balance onto the loser (rule 8) should rank it as any member
+// with local state, not as one without. The entry gives the loser no
+// claim: it is never an owner by it, only a candidate learner.
+//
+// It runs only when claims collided (group.contested), in stale or
+// conflicting reports, once the claims are resolved: it reads the owner of
+// every held task, as output does then too, and rebuilds the warm rows.
+// Finding the losers here, not where readHeld resolves the claims, leaves
+// that loop, which every call runs over every held task, as it was.
 func (rd *reader) warmLosers() {
-	slices.SortFunc(rd.lost, func(x, y claimLoss) int {
-		return cmp.Or(cmp.Compare(x.rank, y.rank), cmp.Compare(x.task, y.task))
-	})
 	old, n := rd.warmBy, len(rd.warmBy.start)-1
-	size := len(old.items) + len(rd.lost)
-	by := csr{start: make([]int32, n+1), items: make([]int32, 0, size)}
-	sb := make([]bool, 0, size)
+	by := csr{start: make([]int32, n+1), items: make([]int32, 0, len(old.items))}
+	sb := make([]bool, 0, len(old.items))
 	var lag []reportedLag // nil while nobody reported a lag, as warmLag
 	if rd.warmLag != nil {
-		lag = make([]reportedLag, 0, size)
+		lag = make([]reportedLag, 0, len(old.items))
 	}
 	var es []warmEntry
-	lost := rd.lost
 	for m := range int32(n) {
 		from, to := old.start[m], old.start[m+1]
-		k := 0
-		for k < len(lost) && lost[k].rank == m {
-			k++
+		es = es[:0]
+		var lags map[int32]int64
+		row := rd.held.row(m)
+		for _, t := range row {
+			if rd.owner[t] == m || !rd.isStateful(t) {
+				continue
+			}
+			if len(es) == 0 { // the first loss: room for them all, and m's entries
+				lags, es = rd.lagsOf(m), slices.Grow(es, len(row)+int(to-from))
+			}
+			es = append(es, warmEntry{task: t, lag: lagOf(lags, t)})
 		}
-		mine := lost[:k]
-		lost = lost[k:]
-		if len(mine) == 0 {
+		if len(es) == 0 {
 			by.items = append(by.items, old.items[from:to]...)
 			sb = append(sb, rd.warmSb[from:to]...)
 			if lag != nil {
@@ -1029,17 +1023,14 @@ func (rd *reader) warmLosers() {
 			by.start[m+1] = int32(len(by.items))
 			continue
 		}
-		es = slices.Grow(es[:0], int(to-from)+len(mine))
 		for i := from; i < to; i++ {
 			es = append(es, rd.warmEntryAt(int(i)))
 		}
-		lags := rd.lagsOf(m)
-		for _, c := range mine {
-			if rd.isStateful(c.task) {
-				es = append(es, warmEntry{task: c.task, lag: lagOf(lags, c.task)})
-			}
-		}
 		slices.SortFunc(es, compareWarm)
+		by.items, sb = slices.Grow(by.items, len(es)), slices.Grow(sb, len(es))
+		if lag != nil {
+			lag = slices.Grow(lag, len(es))
+		}
 		for _, e := range es {
 			by.items = append(by.items, e.task)
 			sb = append(sb, e.standby)
