@@ -75,3 +75,17 @@ func TestHistoryRunRejectsBadHistory(t *testing.T) {
 	h.K = learnertest.MaxK // the edge runs
 	require.NoError(t, h.Run(5, nil), "Run with K = MaxK")
 }
+
+// TestCheckAssignNilArguments: a nil rng shuffles with a fixed seed, and a
+// nil assign is an "error" violation, never a panic.
+func TestCheckAssignNilArguments(t *testing.T) {
+	tasks := []learner.Task{{ID: "T1", Stateful: true}}
+	in := []learner.MemberMetadata{{ID: "S1"}}
+	a, err := learner.New(tasks, learner.Options{})
+	require.NoError(t, err, "New")
+	var vs []learnertest.Violation
+	require.NotPanics(t, func() { _, vs = learnertest.CheckAssign(tasks, learner.Options{}, a.Assign, in, nil) }, "CheckAssign(rng nil)")
+	assert.Empty(t, vs, "CheckAssign(rng nil)")
+	require.NotPanics(t, func() { _, vs = learnertest.CheckAssign(tasks, learner.Options{}, nil, in, nil) }, "CheckAssign(assign nil)")
+	assert.True(t, learnertest.HasRule(vs, "error"), "CheckAssign(assign nil) = %v, want an error violation", vs)
+}

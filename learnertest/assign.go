@@ -25,9 +25,16 @@ type AssignFunc func([]learner.MemberMetadata) ([]learner.Assignment, error)
 //	               members (Assigned, Standby) is returned unchanged:
 //	               nothing revoked, no learners (the balanced stage)
 //
-// tasks and opts are the Assignor's; rng drives the shuffle. It returns the
-// first call's output and every Violation.
+// tasks and opts are the Assignor's; rng drives the shuffle (nil: a fixed
+// seed). It returns the first call's output and every Violation; a nil
+// assign is an "error" violation.
 func CheckAssign(tasks []learner.Task, opts learner.Options, assign AssignFunc, in []learner.MemberMetadata, rng *rand.Rand) ([]learner.Assignment, []Violation) {
+	if assign == nil {
+		return nil, []Violation{{"error", "", "", "learnertest: CheckAssign: nil assign"}}
+	}
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(0, 0))
+	}
 	before := CloneMembers(in)
 	out, err := assign(in)
 	if err != nil {
