@@ -212,8 +212,10 @@ var ErrChangelogTopic = errors.New("state: changelog topic misconfigured")
 //
 // It returns the topic ID of each topic, from the metadata of those that
 // exist and from the creation's response of those it created; zero when
-// the brokers do not say (before Kafka 2.8), or for a topic another client
-// created first.
+// the brokers do not say (before Kafka 2.8). A topic another client
+// created first is an error wrapping kerr.UnknownTopicOrPartition, which
+// Run retries: the next try checks it, and lists its ID, as one that
+// exists.
 func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int32, warn func(error)) (map[string][16]byte, error) {
 	meta := kmsg.NewPtrMetadataRequest()
 	for _, topic := range slices.Sorted(maps.Keys(partitions)) {
@@ -273,7 +275,16 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 		return nil, fmt.Errorf("state: create changelog topics: %w", err)
 	}
 	for _, t := range cresp.Topics {
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		switch err := kerr.ErrorForCode(t.ErrorCode); {
+		case errors.Is(err, kerr.TopicAlreadyExists):
+			// Another client created it since the metadata (members
+			// starting together): its partitions, policy and ID are
+			// those of the other client's request, which Run checks
+			// and lists as a topic it found when it tries again, once
+			// metadata lists the topic (UNKNOWN_TOPIC_OR_PARTITION, so
+			// that Run retries without an Error event meanwhile).
+			return nil, fmt.Errorf("state: changelog topic %q, created by another client since its metadata, is not listed yet: %w", t.Topic, kerr.UnknownTopicOrPartition)
+		case err != nil:
 			return nil, fmt.Errorf("state: create changelog topic %q: %w", t.Topic, err)
 		}
 		ids[t.Topic] = t.TopicID

@@ -3,6 +3,7 @@ package state_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"slices"
@@ -280,4 +281,48 @@ func TestRunStartRetriesUnknownServerError(t *testing.T) {
 	waitFor(t, done, processed, "record processed")
 	require.NotEmpty(t, events.all(), "Error events: the refused requests")
 	require.ErrorIs(t, events.all()[0], kerr.UnknownServerError)
+}
+
+// A member whose creation of its changelog topic another client beat
+// (TOPIC_ALREADY_EXISTS, as when members start together) uses the topic as
+// one it found, once metadata lists it: its stores record the topic's ID,
+// which the checks of a topic deleted and recreated compare. (Before: it
+// used the topic unchecked, and its checkpoints had no ID.)
+func TestChangelogTopicCreatedByAnother(t *testing.T) {
+	var events startEvents
+	a := newApp(t, func(cfg *state.Config) { cfg.Observer.Error = events.add })
+	var fired atomic.Bool
+	held, release := make(chan struct{}), make(chan struct{})
+	a.cluster.ControlKey(int16(kmsg.CreateTopics), func(kmsg.Request) (kmsg.Response, error, bool) {
+		if fired.Swap(true) {
+			return nil, nil, false // the test's own, while the member's waits
+		}
+		close(held)
+		a.cluster.SleepControl(func() { <-release })
+		a.cluster.DropControl()
+		return nil, nil, false
+	})
+	stores := &state.MemoryStores{}
+	a.start("m1", stores)
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the member never created its changelog topic")
+	}
+	a.createChangelog("compact")
+	close(release)
+	a.produce(0, 60)
+	a.waitProcessed(60)
+	a.crash("m1")
+	id := topicID(t, a.admin(), state.ChangelogTopic(a.group, 0))
+	for p := range int32(partitions) {
+		s, err := stores.Open(fmt.Sprintf("0_%d", p))
+		require.NoError(t, err)
+		cp, err := s.Checkpoint()
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		require.Positive(t, cp.Changelog, "changelog offset of task 0_%d's store", p)
+		require.Equal(t, id, cp.ChangelogID, "changelog ID of task 0_%d's store, the topic's %s", p, kafkaID(id))
+	}
+	require.Empty(t, events.all(), "Error events")
 }
