@@ -197,7 +197,11 @@ func validPositions(b []byte) bool {
 // the only record of a key not written for retention.ms, and a store
 // restored from the changelog would lack it). "compact,delete" is
 // accepted: bounded state is then the application's choice, and a store
-// whose changelog lost records restores from its start.
+// whose changelog lost records restores from its start. It also wraps
+// Run's error about a changelog topic deleted and recreated while Run
+// runs (another topic ID than Run listed as it started): the state the
+// deleted topic held is lost, and the runtime does not go on with the new
+// topic, which would hide that.
 var ErrChangelogTopic = errors.New("state: changelog topic misconfigured")
 
 // ensureTopics creates the changelog topics that are missing, compacted,
@@ -290,6 +294,21 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 		ids[t.Topic] = t.TopicID
 	}
 	return ids, nil
+}
+
+// recreated returns what says that the changelog topic known by the ID
+// was now has the ID is: it was deleted and recreated, and its offsets
+// restarted at zero. It returns "" if the IDs are the same, or if either
+// is zero, which is unknown (a checkpoint written before the runtime
+// recorded IDs, brokers before Kafka 2.8): nothing then tells the topic
+// from a recreated one. A store kept from the earlier topic is reset when
+// it opens (Runtime.open); a topic recreated under the running member
+// stops Run (Runtime.checkRecreated).
+func recreated(topic string, was, is [16]byte) string {
+	if was == noTopicID || is == noTopicID || was == is {
+		return ""
+	}
+	return fmt.Sprintf("topic ID %s of %s, whose ID is now %s (the topic was deleted and recreated)", formatTopicID(was), topic, formatTopicID(is))
 }
 
 // checkPolicies refuses, with ErrChangelogTopic, the first of topics

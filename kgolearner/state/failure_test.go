@@ -925,3 +925,98 @@ func TestUnknownServerErrorOnceDoesNotStopRun(t *testing.T) {
 		})
 	}
 }
+
+// A changelog topic deleted and recreated at once under running members
+// stops their Runs, as a deleted one does: the state it held is not durable
+// any more, and the new topic, empty, would hide that. The members notice
+// the new topic ID within a second (Alone: the lag loop's check of running
+// tasks' changelogs) or at once (WithStandbys: the standbys' stores are past
+// the new topic's end, and the lag loop checks the ID before it resets
+// them), and no store is cleared: each is the only copy left of its state,
+// and a reset would restore it from the new topic. Meanwhile kgo writes
+// some batches to the new topic (WithStandbys: 10 or 11 records to each
+// of three partitions, in the runs looked at), and fails the others with
+// UNKNOWN_TOPIC_ID.
+// (Before: the Runs never returned, the stores were reset, "past the
+// changelog's end 0", and the members reported UNKNOWN_TOPIC_ID write
+// errors 53 (Alone) and 63 (WithStandbys) times a second.)
+func TestChangelogTopicRecreatedWhileRunning(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		members  []string
+		standbys int
+	}{
+		{"Alone", []string{"m1"}, 0},
+		{"WithStandbys", []string{"m1", "m2"}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var events []string
+			a := newApp(t, func(cfg *state.Config) {
+				cfg.Options.Standbys = c.standbys
+				cfg.Observer.Error = func(err error) {
+					mu.Lock()
+					events = append(events, err.Error())
+					mu.Unlock()
+					t.Log(err)
+				}
+			})
+			changelog := state.ChangelogTopic(a.group, 0)
+			stores := map[string]*state.MemoryStores{}
+			for _, m := range c.members {
+				stores[m] = &state.MemoryStores{}
+				a.start(m, stores[m])
+			}
+			a.produce(0, 600)
+			a.waitProcessed(600)
+			require.Eventually(t, func() bool {
+				for _, m := range c.members {
+					s := a.members[m].rt.Status()
+					if len(s.Active) != partitions/len(c.members) || len(s.Restoring) > 0 || len(s.Standby) != partitions*c.standbys/len(c.members) {
+						return false
+					}
+					for _, lag := range s.Lag {
+						if lag > 0 {
+							return false
+						}
+					}
+				}
+				return true
+			}, 20*time.Second, 10*time.Millisecond, "members running their share of the tasks, and standbys caught up")
+			old := topicID(t, a.admin(), changelog)
+			deleteTopic(t, a.admin(), changelog)
+			a.createChangelog("compact")
+			recreated := time.Now()
+			now := topicID(t, a.admin(), changelog)
+			require.NotEqual(t, old, now, "topic ID of the recreated changelog topic")
+			a.produce(600, 60) // input whose changelog writes fail or go to the new topic
+
+			for _, m := range c.members {
+				err := a.runErr(m)
+				mu.Lock()
+				t.Logf("%s: Run returned %v after the recreation, %d Error events so far: %v", m, time.Since(recreated), len(events), err)
+				mu.Unlock()
+				require.ErrorIs(t, err, state.ErrChangelogTopic, "member %s", m)
+				require.ErrorContains(t, err, "topic ID "+kafkaID(old)+" of "+changelog+", whose ID is now "+kafkaID(now), "member %s", m)
+			}
+			require.Less(t, time.Since(recreated), 3*time.Second, "time from the recreation to the Runs' return")
+			mu.Lock()
+			defer mu.Unlock()
+			require.Less(t, len(events), 10, "Error events")
+			for _, e := range events {
+				require.NotContains(t, e, "restoring from the start", "an Error event")
+			}
+			for _, m := range c.members {
+				for p := range int32(partitions) {
+					s, err := stores[m].Open("0_" + itoa(int64(p)))
+					require.NoError(t, err)
+					cp, err := s.Checkpoint()
+					require.NoError(t, err)
+					require.NoError(t, s.Close())
+					require.Positive(t, cp.Changelog, "member %s: changelog offset of task 0_%d's store", m, p)
+					require.Equal(t, old, cp.ChangelogID, "member %s: changelog ID of task 0_%d's store", m, p)
+				}
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // restoreLoop applies the changelog records the restore client fetches:
@@ -34,6 +35,7 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 			return
 		}
 		failed, missing, reported := false, false, false
+		var lost []*task // fetched outside their changelog's offsets
 		fs.EachError(func(topic string, p int32, err error) {
 			if failed {
 				return
@@ -41,7 +43,9 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 			if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
 				// A changelog topic deleted (or just created): the lag
 				// loop reports it once and stops Run if it stays
-				// missing (missingTopicTimeout). kgo answers such a
+				// missing (missingTopicTimeout); or recreated, which
+				// kgo keeps fetching by its old ID, and the lag loop's
+				// check stops Run (checkRecreated). kgo answers such a
 				// fetch at once, thousands of times a second.
 				missing = true
 				return
@@ -51,12 +55,10 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 				// store's checkpoint (DeleteRecords, retention, a
 				// recreated topic): what it still holds cannot extend
 				// the store without a gap. As Kafka Streams does, the
-				// store restores from the start; the restore client
-				// never resets an offset by itself (NoResetOffset).
-				if err := r.reset(t, "outside the changelog's offsets"); err != nil {
-					r.fail(err)
-					failed = true
-				}
+				// store restores from the start (resetLost); the
+				// restore client never resets an offset by itself
+				// (NoResetOffset).
+				lost = append(lost, t)
 				return
 			}
 			err = fmt.Errorf("state: restore %s partition %d: %w", topic, p, err)
@@ -70,6 +72,14 @@ func (r *Runtime) restoreLoop(ctx context.Context) {
 				reported = true // kgo fetches again at once (fetchFailed)
 			}
 		})
+		if !failed && len(lost) > 0 {
+			var err error
+			failed, err = r.resetLost(ctx, lost)
+			if err != nil && ctx.Err() == nil {
+				r.observeError(err)
+				reported = true
+			}
+		}
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			if t := r.tasks[r.byChangelog[inputKey(p.Topic, p.Partition)]]; !failed && t != nil && len(p.Records) > 0 {
 				if err := r.restore(t, p.Records, resets); err != nil {
@@ -307,12 +317,14 @@ const missingTopicTimeout = 10 * time.Second
 // runningListInterval is how often the lag loop lists the changelog end
 // offsets of running tasks too (it lists the others every LagInterval):
 // their lag is not needed, only whether their changelog topic still
-// exists.
+// exists; and how often it checks that the topics were not recreated
+// (checkRecreated), one Metadata request.
 const runningListInterval = time.Second
 
 // lagLoop keeps the restore client's partitions in line with the tasks'
-// roles, lists changelog end offsets, reports lags and readiness, and
-// finds the active tasks that caught up.
+// roles, lists changelog end offsets, reports lags and readiness, finds
+// the active tasks that caught up, and stops Run if a changelog topic was
+// deleted (missingTopicTimeout) or recreated (checkRecreated).
 func (r *Runtime) lagLoop(ctx context.Context) {
 	tick := time.NewTicker(r.cfg.LagInterval)
 	defer tick.Stop()
@@ -396,6 +408,16 @@ func (r *Runtime) refreshLags(ctx context.Context) error {
 		return err
 	}
 	r.missingSince = time.Time{}
+	if checkRunning || pastEnd(r.tasks, before, ends) {
+		// Once a second, and before a store past its changelog's end is
+		// reset (below): a changelog topic recreated under the running
+		// member looks as if it lost records, and its ends, the new
+		// topic's, are worth nothing. After the listing, so that ends
+		// listed from a topic recreated since the check are not used.
+		if failed, err := r.checkRecreated(ctx); failed || err != nil {
+			return err // the next listing tries again
+		}
+	}
 	if err := r.skipDeleted(ctx, parts, ends); err != nil && ctx.Err() == nil {
 		r.observeError(err) // the lags still go out; the next listing tries again
 	}
@@ -527,6 +549,85 @@ func (r *Runtime) announceReady(ready []*task) {
 		}
 		r.readyMu.Unlock()
 	}
+}
+
+// pastEnd reports whether a store's restored offset before the listing
+// (before, by task) is past its changelog partition's end (ends): the
+// changelog lost records, or was recreated (refreshLags).
+func pastEnd(tasks map[string]*task, before map[string]int64, ends map[string]map[int32]int64) bool {
+	for id, restored := range before {
+		if t := tasks[id]; restored > ends[t.changelog][t.partition] {
+			return true
+		}
+	}
+	return false
+}
+
+// resetLost resets the stores of tasks the restore client fetched outside
+// their changelog's offsets (see restoreLoop), unless the changelog topic
+// was deleted and recreated under the running member, whose offsets then
+// restarted at zero: Run fails (checkRecreated) and leaves the stores as
+// they are, the only copy left of the state the deleted topic held, which
+// a reset would clear for nothing and a restore from the new topic would
+// hide the loss of (refreshLags checks likewise before it resets a store
+// past its changelog's end). It reports whether Run fails; err is that of
+// a check that could not list the topics' IDs, which leaves the stores for
+// the next fetch: the restore client keeps the partitions' offsets, and
+// fetches them out of range again.
+func (r *Runtime) resetLost(ctx context.Context, tasks []*task) (bool, error) {
+	if failed, err := r.checkRecreated(ctx); failed || err != nil {
+		return failed, err
+	}
+	for _, t := range tasks {
+		if err := r.reset(t, "outside the changelog's offsets"); err != nil {
+			r.fail(err)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// checkRecreated lists the changelog topics' IDs and fails Run, with an
+// error wrapping ErrChangelogTopic, if one is not the ID Run started with
+// (recreated): the topic was deleted and recreated under the running
+// member, which keeps the policy for a changelog topic deleted (the lag
+// loop's missingTopicTimeout): the state it held is not durable any more,
+// and the new topic would hide that. Nor could the member go on as it
+// is: kgo keeps fetching the old topic ID (UNKNOWN_TOPIC_ID for ever), and
+// on kfake writes some batches to the new topic and fails the others with
+// UNKNOWN_TOPIC_ID, every time. It reports whether Run fails; err is the
+// listing's. A topic the brokers do not list is left to the missing-topic
+// check; one whose ID is unknown on either side, unchecked.
+func (r *Runtime) checkRecreated(ctx context.Context) (bool, error) {
+	known := map[string][16]byte{}
+	for _, t := range r.tasks {
+		if t.stateful && t.changelogID != noTopicID {
+			known[t.changelog] = t.changelogID // set before the loops start
+		}
+	}
+	if len(known) == 0 {
+		return false, nil
+	}
+	meta := kmsg.NewPtrMetadataRequest()
+	for _, topic := range slices.Sorted(maps.Keys(known)) {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(topic)
+		meta.Topics = append(meta.Topics, mt)
+	}
+	resp, err := meta.RequestWith(ctx, r.rcl)
+	if err != nil {
+		return false, fmt.Errorf("state: changelog topics metadata: %w", err)
+	}
+	for _, mt := range resp.Topics {
+		if mt.Topic == nil || mt.ErrorCode != 0 {
+			continue
+		}
+		if why := recreated(*mt.Topic, known[*mt.Topic], mt.TopicID); why != "" {
+			r.fail(fmt.Errorf("state: running on changelog %s: the state it held is lost, and Run stops rather than go on with the new topic: %w", why, ErrChangelogTopic))
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // reset clears a store that its changelog cannot extend (why says how),

@@ -521,3 +521,53 @@ func TestOpenChecksChangelogID(t *testing.T) {
 		})
 	}
 }
+
+// A store the restore client fetched outside its changelog's offsets is
+// reset, unless the changelog topic's ID is not the one Run started with:
+// the topic was recreated under the running member, whose offsets restart
+// at zero, and Run fails instead, keeping the store.
+func TestResetLostChecksChangelogID(t *testing.T) {
+	other := [16]byte{15: 1}
+	for _, c := range []struct {
+		name      string
+		known     func(listed [16]byte) [16]byte // the task's changelogID, from the ID the brokers list
+		recreated bool
+	}{
+		{"Recreated", func([16]byte) [16]byte { return other }, true},
+		{"Same", func(listed [16]byte) [16]byte { return listed }, false},
+		{"Unknown", func([16]byte) [16]byte { return noTopicID }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, seed, _ := oneTopicCluster(t, "g-0-changelog")
+			r, tk := openedTask(t)
+			var err error
+			r.rcl, err = kgo.NewClient(seed)
+			require.NoError(t, err)
+			t.Cleanup(r.rcl.Close)
+			meta := kmsg.NewPtrMetadataRequest()
+			mt := kmsg.NewMetadataRequestTopic()
+			mt.Topic = kmsg.StringPtr(tk.changelog)
+			meta.Topics = append(meta.Topics, mt)
+			resp, err := meta.RequestWith(context.Background(), r.rcl)
+			require.NoError(t, err)
+			listed := resp.Topics[0].TopicID
+			tk.changelogID = c.known(listed)
+			require.NoError(t, tk.store.Apply([]Change{{Key: []byte("k"), Value: []byte("v")}}, tk.checkpoint(5, map[string]int64{"in": 5})))
+
+			failed, err := r.resetLost(context.Background(), []*task{tk})
+			require.NoError(t, err)
+			require.Equal(t, c.recreated, failed, "resetLost failed Run")
+			_, kept, err := tk.store.Get([]byte("k"))
+			require.NoError(t, err)
+			require.Equal(t, c.recreated, kept, "key of the store after resetLost")
+			select {
+			case err := <-r.fatal:
+				require.True(t, c.recreated, "Run failed: %v", err)
+				require.ErrorIs(t, err, ErrChangelogTopic)
+				require.ErrorContains(t, err, "topic ID AAAAAAAAAAAAAAAAAAAAAQ of g-0-changelog, whose ID is now "+formatTopicID(listed))
+			default:
+				require.False(t, c.recreated, "Run did not fail")
+			}
+		})
+	}
+}

@@ -268,7 +268,9 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 // Run runs the member until ctx is done, Leave has handed its tasks over,
 // or a fatal error (a store that fails, a bad changelog record, an error of
 // Process, a write the broker refuses with an error code that writing
-// again would meet, such as INVALID_RECORD). It creates the changelog
+// again would meet, such as INVALID_RECORD; a changelog topic deleted, or
+// deleted and recreated, while it runs: the state the topic held is no
+// longer durable, and going on would hide that). It creates the changelog
 // topics that are missing, refuses existing ones it cannot use
 // (ErrChangelogTopic), opens the stores left from an earlier run (clearing
 // those of a changelog topic since deleted and recreated, see
@@ -615,17 +617,19 @@ func fatalCode(err error) bool {
 
 // open opens the task's store, once. A store whose checkpoint names
 // another changelog topic ID than the task's (a store kept from a topic
-// since deleted and recreated) is reset: the new topic's offsets restart at
-// zero, so a restore from the store's checkpoint would extend its state
-// with records of another history, silently whenever the new topic holds
-// that offset. A zero ID on either side is unknown: the store is used.
+// since deleted and recreated, see recreated) is reset: the new topic's
+// offsets restart at zero, so a restore from the store's checkpoint would
+// extend its state with records of another history, silently whenever the
+// new topic holds that offset.
 func (r *Runtime) open(t *task) error {
 	cp, opened, err := r.openStore(t)
-	if err != nil || !opened || cp.ChangelogID == noTopicID || t.changelogID == noTopicID || cp.ChangelogID == t.changelogID {
+	if err != nil || !opened {
 		return err
 	}
-	return r.reset(t, fmt.Sprintf("from topic ID %s of %s, whose ID is now %s (the topic was deleted and recreated)",
-		formatTopicID(cp.ChangelogID), t.changelog, formatTopicID(t.changelogID)))
+	if why := recreated(t.changelog, cp.ChangelogID, t.changelogID); why != "" {
+		return r.reset(t, "from "+why)
+	}
+	return nil
 }
 
 // openStore is open without the check of the changelog's ID: it returns

@@ -68,7 +68,8 @@ type Checkpoint struct {
 	// topic deleted and recreated under the same name gets a new ID, and
 	// its offsets restart at zero: Run clears a store of another ID and
 	// restores it from the new topic's start, as it does a store whose
-	// changelog lost the records after its checkpoint. Zero when unknown:
+	// changelog lost the records after its checkpoint; a topic recreated
+	// while Run runs stops it (ErrChangelogTopic). Zero when unknown:
 	// a checkpoint written before the runtime recorded the ID, or under
 	// brokers that list no topic IDs (before Kafka 2.8). Such a store is
 	// used as it is (nothing tells its topic from a recreated one), and
