@@ -295,7 +295,8 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 // a TLS handshake that fails, and kgo's errors that kgo does not retry
 // either (kgo.IsRetryableBrokerErr). A changelog topic the brokers do not
 // know, as for a second or so after Run (or another member, whose creation
-// came first) created it, is retried without an Error event for 5 s, and stops Run after 10 s, as it does once running.
+// came first) created it, is retried without an Error event for 5 s, and
+// stops Run after 10 s, as it does once running.
 // Cancelling ctx during the start makes Run return at once, with an error
 // wrapping ctx's and the last failure; Shutdown makes it return nil.
 //
