@@ -3,10 +3,12 @@ package coordinator
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/errtext"
 	"github.com/learnerassignor/learner/learnertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,7 +51,7 @@ func TestZeroMember(t *testing.T) {
 }
 
 func TestMemberApply(t *testing.T) {
-	m := NewMember("S1")
+	m := must(NewMember("S1"))
 	_, err := m.Apply(Response{MemberID: "S2", Epoch: 1})
 	require.ErrorIs(t, err, ErrInvalidResponse, "Apply(response for S2) on S1")
 	_, err = m.Apply(Response{MemberID: "S1", Epoch: 1, Active: []string{"T1"}, Standby: []string{"T1"}})
@@ -90,6 +92,86 @@ func TestMemberApply(t *testing.T) {
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// must returns the member NewMember or RestartOf built from values the test
+// knows to be valid; an error is the test's own bug.
+func must(m *Member, err error) *Member {
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// TestMemberRefusesWhatHeartbeatRefuses: NewMember, RestartOf and SetCapacity
+// refuse what the coordinator would refuse in every heartbeat of the member,
+// with the coordinator's words, and accept what it accepts up to the bounds.
+func TestMemberRefusesWhatHeartbeatRefuses(t *testing.T) {
+	long := strings.Repeat("a", learner.MaxIDLen)
+	tests := []struct {
+		name       string
+		id, old    string // old: RestartOf's; "" for NewMember
+		capacity   int
+		rack       string
+		refused    bool
+		byCapacity bool // refused by SetCapacity, not the constructor
+	}{
+		{name: "valid", id: "S1"},
+		{name: "longest ID, rack and capacity", id: long, capacity: learner.MaxCapacity, rack: long},
+		{name: "restart", id: "S1.2", old: "S1"},
+		{name: "empty ID", id: "", refused: true},
+		{name: "over-long ID", id: long + "a", refused: true},
+		{name: "ID with a space", id: "S 1", refused: true},
+		{name: "restart with empty ID", id: "", old: "S1", refused: true},
+		{name: "restart of an over-long ID", id: "S1.2", old: long + "a", refused: true},
+		{name: "restart of itself", id: "S1", old: "S1", refused: true},
+		{name: "negative capacity", id: "S1", capacity: -1, refused: true, byCapacity: true},
+		{name: "capacity over the bound", id: "S1", capacity: learner.MaxCapacity + 1, refused: true, byCapacity: true},
+		{name: "over-long rack", id: "S1", rack: long + "a", refused: true, byCapacity: true},
+		{name: "malformed rack", id: "S1", rack: "rack/1", refused: true, byCapacity: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New([]learner.Task{{ID: "T1"}}, Config{FreshGroup: true})
+			require.NoError(t, err)
+			hb := Heartbeat{MemberID: tt.id, Replaces: tt.old, Capacity: tt.capacity, Rack: tt.rack}
+			_, hbErr := c.Heartbeat(t0, hb)
+			var m *Member
+			if tt.old == "" {
+				m, err = NewMember(tt.id)
+			} else {
+				m, err = RestartOf(tt.id, tt.old)
+			}
+			if err == nil {
+				err = m.SetCapacity(tt.capacity, tt.rack)
+				want := Heartbeat{MemberID: tt.id, Seq: 1, Replaces: tt.old}
+				if err == nil {
+					want.Capacity, want.Rack = tt.capacity, tt.rack
+				}
+				// A refused SetCapacity changes nothing.
+				assert.Equal(t, want, m.Heartbeat(), "the member's heartbeat after SetCapacity(%d, %q)", tt.capacity, tt.rack)
+			} else {
+				assert.Nil(t, m, "the member built with an error")
+				assert.False(t, tt.byCapacity, "the constructor refused %q: %v", tt.id, err)
+			}
+			if !tt.refused {
+				assert.NoError(t, hbErr, "Heartbeat(%+v)", hb)
+				assert.NoError(t, err, "the member of %+v", hb)
+				return
+			}
+			require.ErrorIs(t, hbErr, ErrInvalidHeartbeat, "Heartbeat(%+v)", hb)
+			require.ErrorIs(t, err, ErrInvalidHeartbeat, "the member of %+v", hb)
+			// The same problem, in the same words: the coordinator's names
+			// the heartbeat, the member's the member.
+			hbProblem := strings.TrimPrefix(hbErr.Error(), fmt.Sprintf("coordinator: heartbeat of member %s: ", errtext.Quote(tt.id)))
+			problem := strings.TrimPrefix(err.Error(), fmt.Sprintf("coordinator: member %s: ", errtext.Quote(tt.id)))
+			assert.Equal(t, hbProblem, problem, "the member's error %q, the coordinator's %q", err, hbErr)
+		})
+	}
+	// A heartbeat that replaces no one is a plain join; a restart of no one
+	// is the caller's mistake.
+	_, err := RestartOf("S1.2", "")
+	assert.ErrorIs(t, err, ErrInvalidHeartbeat, `RestartOf("S1.2", "")`)
+}
+
 // beatApply sends m's heartbeat at now and applies the response.
 func beatApply(t *testing.T, c *Coordinator, now time.Time, m *Member) {
 	t.Helper()
@@ -105,7 +187,7 @@ func TestLateJoinAfterLeave(t *testing.T) {
 	tasks := []learner.Task{{ID: "T1"}, {ID: "T2"}}
 	c, err := New(tasks, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
 	require.NoError(t, err)
-	s1, s2 := NewMember("S1"), NewMember("S2")
+	s1, s2 := must(NewMember("S1")), must(NewMember("S2"))
 	now := t0
 	beatApply(t, c, now, s1)
 	join := s2.Heartbeat()
@@ -152,7 +234,7 @@ func twoTaskCoordinator(t *testing.T, fresh bool) *Coordinator {
 // current one fenced: the member is adopted again at the higher epoch.
 func TestRecoveryAdoptsHighestEpoch(t *testing.T) {
 	c := twoTaskCoordinator(t, true)
-	s1, s2 := NewMember("S1"), NewMember("S2")
+	s1, s2 := must(NewMember("S1")), must(NewMember("S2"))
 	now := t0
 	beatApply(t, c, now, s1)
 	stale := s1.Heartbeat()
@@ -197,14 +279,14 @@ func TestLateHeartbeatSameEpoch(t *testing.T) {
 	tasks := []learner.Task{{ID: "T1"}, {ID: "T2"}, {ID: "T3"}, {ID: "T4"}}
 	c, err := New(tasks, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
 	require.NoError(t, err)
-	s1, s2 := NewMember("S1"), NewMember("S2")
+	s1, s2 := must(NewMember("S1")), must(NewMember("S2"))
 	now := t0
 	for range 4 {
 		beatApply(t, c, now, s1)
 		beatApply(t, c, now, s2)
 	}
 	old := s2.Heartbeat()
-	s2.SetCapacity(3, "")
+	require.NoError(t, s2.SetCapacity(3, ""))
 	now = now.Add(time.Second)
 	beatApply(t, c, now, s2)
 	require.Equal(t, old.Epoch, s2.Epoch(), "the late heartbeat is of the current epoch")
@@ -224,7 +306,7 @@ func TestSetTopologyForgetsTasks(t *testing.T) {
 	}
 	c, err := New(topo(0), Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
 	require.NoError(t, err)
-	s1 := NewMember("S1")
+	s1 := must(NewMember("S1"))
 	now := t0
 	for range 3 {
 		beatApply(t, c, now, s1)
@@ -254,8 +336,8 @@ func TestRestartBuriesUnknownIncarnation(t *testing.T) {
 	tasks := []learner.Task{{ID: "T1"}, {ID: "T2"}}
 	c, err := New(tasks, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
 	require.NoError(t, err)
-	join := NewMember("S1").Heartbeat() // delayed in the network; S1's process dies
-	s2 := RestartOf("S1.2", "S1")
+	join := must(NewMember("S1")).Heartbeat() // delayed in the network; S1's process dies
+	s2 := must(RestartOf("S1.2", "S1"))
 	now := t0
 	for range 3 {
 		beatApply(t, c, now, s2)
@@ -272,7 +354,7 @@ func TestTickDropsOnTime(t *testing.T) {
 	c, err := New([]learner.Task{{ID: "T1"}}, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
 	require.NoError(t, err)
 	sec := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	s1, s2 := NewMember("S1"), NewMember("S2")
+	s1, s2 := must(NewMember("S1")), must(NewMember("S2"))
 	beatApply(t, c, sec(0), s1)
 	assert.Empty(t, c.Tick(sec(1)), "nothing is due at 1 s")
 	beatApply(t, c, sec(5), s2)
@@ -286,13 +368,13 @@ func TestTickDropsOnTime(t *testing.T) {
 	assert.Empty(t, c.Members())
 
 	// The group is empty: a new member's expiry is the only one.
-	s3 := NewMember("S3")
+	s3 := must(NewMember("S3"))
 	beatApply(t, c, sec(30), s3)
 	assert.Empty(t, c.Tick(sec(39.9)))
 	assert.Equal(t, []string{"S3"}, c.Tick(sec(40)), "S3 last heartbeat at 30 s")
 
 	// S1's burial ended at 28 s: its ID may join again.
-	_, err = c.Heartbeat(sec(41), NewMember("S1").Heartbeat())
+	_, err = c.Heartbeat(sec(41), must(NewMember("S1")).Heartbeat())
 	require.NoError(t, err, "S1 joins after its burial ended")
 	assert.Equal(t, []string{"S1"}, c.Members())
 }
@@ -320,7 +402,7 @@ func TestApplyRefusesResponseItCannotReport(t *testing.T) {
 	} {
 		r := c.r
 		t.Run(c.name, func(t *testing.T) {
-			m := NewMember("S1")
+			m := must(NewMember("S1"))
 			_, err := m.Apply(r)
 			require.ErrorIs(t, err, ErrInvalidResponse, "Apply(%+v)", r)
 			assert.ErrorContains(t, err, `coordinator: response to member "S1" at epoch`)
@@ -342,21 +424,21 @@ func TestMaxMembers(t *testing.T) {
 
 	c, err := New([]learner.Task{{ID: "T1"}, {ID: "T2"}}, Config{SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true, MaxMembers: 2})
 	require.NoError(t, err)
-	s1, s2 := NewMember("S1"), NewMember("S2")
+	s1, s2 := must(NewMember("S1")), must(NewMember("S2"))
 	beatApply(t, c, t0, s1)
 	beatApply(t, c, t0, s2)
-	_, err = c.Heartbeat(t0, NewMember("S3").Heartbeat())
+	_, err = c.Heartbeat(t0, must(NewMember("S3")).Heartbeat())
 	require.ErrorIs(t, err, ErrGroupFull, "S3 joins a group of MaxMembers 2")
 	require.ErrorIs(t, err, ErrFenced, "S3 joins a group of MaxMembers 2")
 	assert.Equal(t, []string{"S1", "S2"}, c.Members(), "members after a refused join")
 
-	beatApply(t, c, t0.Add(time.Second), RestartOf("S2-b", "S2"))
+	beatApply(t, c, t0.Add(time.Second), must(RestartOf("S2-b", "S2")))
 	assert.Equal(t, []string{"S1", "S2-b"}, c.Members(), "members after S2 restarts as S2-b")
 
 	r, err := c.Heartbeat(t0.Add(2*time.Second), s1.LeaveHeartbeat())
 	require.NoError(t, err)
 	require.True(t, r.Shutdown)
-	beatApply(t, c, t0.Add(2*time.Second), NewMember("S3"))
+	beatApply(t, c, t0.Add(2*time.Second), must(NewMember("S3")))
 	assert.Equal(t, []string{"S2-b", "S3"}, c.Members(), "members after S1 left and S3 joined")
 }
 
@@ -366,7 +448,7 @@ func TestMaxMembers(t *testing.T) {
 // the withdrawal comes in before the coordinator acts on the readiness.
 func TestUnreadyWithdrawsReadiness(t *testing.T) {
 	c := twoTaskCoordinator(t, true)
-	s1, s2 := NewMember("S1"), NewMember("S2")
+	s1, s2 := must(NewMember("S1")), must(NewMember("S2"))
 	now := t0
 	beatApply(t, c, now, s1)
 	beatApply(t, c, now, s2)
@@ -396,14 +478,14 @@ func TestUnreadyWithdrawsReadiness(t *testing.T) {
 // learner.MaxCapacity, and one beyond it is refused with its range.
 func TestHeartbeatCapacity(t *testing.T) {
 	c := twoTaskCoordinator(t, true)
-	s1 := NewMember("S1")
-	s1.SetCapacity(learner.MaxCapacity, "")
+	s1 := must(NewMember("S1"))
+	require.NoError(t, s1.SetCapacity(learner.MaxCapacity, ""))
 	beatApply(t, c, t0, s1)
 	beatApply(t, c, t0, s1)
 	assert.Equal(t, []string{"T1", "T2"}, s1.Active(), "S1 of capacity learner.MaxCapacity runs the tasks")
 
 	for _, capacity := range append(learnertest.OutOfRangeCapacities, -1) {
-		hb := NewMember("S2").Heartbeat()
+		hb := must(NewMember("S2")).Heartbeat()
 		hb.Capacity = capacity
 		_, err := c.Heartbeat(t0, hb)
 		require.ErrorIs(t, err, ErrInvalidHeartbeat, "capacity %d", capacity)
@@ -439,10 +521,10 @@ func rackedGroup(t *testing.T, opts learner.Options) (c *Coordinator, s1, s2, s3
 	c, err := New([]learner.Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}},
 		Config{Options: opts, SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
 	require.NoError(t, err)
-	s1, s2, s3 = NewMember("S1"), NewMember("S2"), NewMember("S3")
-	s1.SetCapacity(0, "a")
-	s2.SetCapacity(0, "a")
-	s3.SetCapacity(0, "b")
+	s1, s2, s3 = must(NewMember("S1")), must(NewMember("S2")), must(NewMember("S3"))
+	require.NoError(t, s1.SetCapacity(0, "a"))
+	require.NoError(t, s2.SetCapacity(0, "a"))
+	require.NoError(t, s3.SetCapacity(0, "b"))
 	return c, s1, s2, s3
 }
 

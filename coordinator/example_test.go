@@ -18,7 +18,14 @@ func Example() {
 		panic(err)
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s1, s2 := coordinator.NewMember("S1"), coordinator.NewMember("S2")
+	s1, err := coordinator.NewMember("S1")
+	if err != nil {
+		panic(err)
+	}
+	s2, err := coordinator.NewMember("S2")
+	if err != nil {
+		panic(err)
+	}
 	beat := func(m *coordinator.Member) {
 		r, err := c.Heartbeat(now, m.Heartbeat())
 		if err != nil {

@@ -154,7 +154,7 @@ func (h *history) logf(format string, args ...any) {
 
 func (h *history) join() {
 	h.nextID++
-	sm := &simMember{m: NewMember(fmt.Sprintf("M%d", h.nextID)), alive: true, nextHB: h.now, lastResp: h.now, readyIn: map[string]int{}}
+	sm := &simMember{m: must(NewMember(fmt.Sprintf("M%d", h.nextID))), alive: true, nextHB: h.now, lastResp: h.now, readyIn: map[string]int{}}
 	h.members = append(h.members, sm)
 	h.logf("%s joins", sm.m.ID())
 }
@@ -196,7 +196,7 @@ func (h *history) chaos() {
 			if h.ch.intn(2) == 1 { // its process restarts at once
 				h.join()
 				n := h.members[len(h.members)-1]
-				n.m = RestartOf(n.m.ID(), sm.m.ID())
+				n.m = must(RestartOf(n.m.ID(), sm.m.ID()))
 				h.restarts++
 				h.logf("%s restarts as %s", sm.m.ID(), n.m.ID())
 			}
@@ -219,7 +219,9 @@ func (h *history) chaos() {
 		h.garbageHeartbeat()
 	case 6: // what it reports changes within an epoch
 		if sm := pick(h.ch, live); sm != nil {
-			sm.m.SetCapacity(h.ch.intn(4), "")
+			if err := sm.m.SetCapacity(h.ch.intn(4), ""); err != nil {
+				panic(err)
+			}
 			h.logf("%s reports capacity %d", sm.m.ID(), sm.m.Heartbeat().Capacity)
 		}
 	case 7:

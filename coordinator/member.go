@@ -31,19 +31,31 @@ type Member struct {
 }
 
 // NewMember returns a member with the given ID that runs nothing; its first
-// heartbeat (epoch 0) joins the group.
-func NewMember(id string) *Member {
-	return &Member{w: learner.NewWorker(id, learner.RejoinStable)}
+// heartbeat (epoch 0) joins the group. An ID the coordinator would refuse
+// (see Heartbeat.MemberID) is an error wrapping ErrInvalidHeartbeat.
+func NewMember(id string) (*Member, error) {
+	if problem := idProblem(id); problem != "" {
+		return nil, memberErr(id, problem)
+	}
+	return &Member{w: learner.NewWorker(id, learner.RejoinStable)}, nil
 }
 
 // RestartOf returns a member with the given ID that restarts the stopped
 // member old (same process, new incarnation): its join names old in
 // Heartbeat.Replaces, so the coordinator drops old at once. Report the state
-// old left on disk with SetLag before the first heartbeat.
-func RestartOf(id, old string) *Member {
-	m := NewMember(id)
+// old left on disk with SetLag before the first heartbeat. A malformed ID,
+// or an old that is malformed or id itself, is an error wrapping
+// ErrInvalidHeartbeat.
+func RestartOf(id, old string) (*Member, error) {
+	m, err := NewMember(id)
+	if err != nil {
+		return nil, err
+	}
+	if problem := replacesProblem(id, old, 0); problem != "" {
+		return nil, memberErr(id, problem)
+	}
 	m.replaces = old
-	return m
+	return m, nil
 }
 
 // worker returns the member's Worker, made on first use in the zero Member.
@@ -61,8 +73,16 @@ func (m *Member) ID() string { return m.worker().ID() }
 func (m *Member) Epoch() int64 { return m.epoch }
 
 // SetCapacity sets the capacity and rack the member reports (see
-// learner.MemberMetadata).
-func (m *Member) SetCapacity(capacity int, rack string) { m.capacity, m.rack = capacity, rack }
+// learner.MemberMetadata). A capacity out of [0, learner.MaxCapacity] or a
+// malformed rack (the coordinator would refuse every heartbeat with it) is
+// an error wrapping ErrInvalidHeartbeat, and changes nothing.
+func (m *Member) SetCapacity(capacity int, rack string) error {
+	if problem := capacityProblem(capacity, rack); problem != "" {
+		return memberErr(m.ID(), problem)
+	}
+	m.capacity, m.rack = capacity, rack
+	return nil
+}
 
 // Heartbeat returns what the member reports now: what it runs, learns and
 // keeps as standby, its learners' readiness and the lags it knows. Each call

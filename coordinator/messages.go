@@ -15,7 +15,9 @@ var (
 	// ErrInvalidConfig reports a Config or topology New or SetTopology cannot use.
 	ErrInvalidConfig = errors.New("invalid config")
 	// ErrInvalidHeartbeat reports a malformed heartbeat: a bad ID, a task
-	// listed twice, a number out of range. The coordinator's state is unchanged.
+	// listed twice, a number out of range. The coordinator's state is
+	// unchanged. NewMember, RestartOf and Member.SetCapacity report with it
+	// a value that would make every heartbeat of the member malformed.
 	ErrInvalidHeartbeat = errors.New("invalid heartbeat")
 	// ErrFenced reports a heartbeat from a member the coordinator does not
 	// know (it timed out or left) or with an epoch the coordinator never
@@ -132,6 +134,12 @@ func heartbeatErr(hb Heartbeat, format string, args ...any) error {
 	return fmt.Errorf("coordinator: heartbeat of member %s: %s: %w", errtext.Quote(hb.MemberID), fmt.Sprintf(format, args...), ErrInvalidHeartbeat)
 }
 
+// memberErr reports a problem with what a Member is given of itself, as the
+// coordinator would report it in each of its heartbeats.
+func memberErr(id, problem string) error {
+	return fmt.Errorf("coordinator: member %s: %s: %w", errtext.Quote(id), problem, ErrInvalidHeartbeat)
+}
+
 // checkRoles checks the task lists of a heartbeat: at most maxList tasks
 // each, well-formed IDs, each task listed once and in one role. It returns each task's role ("active", "learning" or "standby") and
 // what is wrong, "" if nothing.
@@ -160,24 +168,61 @@ func checkRoles(active, learning, standby []string) (map[string]string, string) 
 	return seen, ""
 }
 
+// The checks of what a member says of itself in its heartbeats: its ID,
+// capacity and rack, and the member it replaces. validate applies them to
+// every heartbeat, and NewMember, RestartOf and SetCapacity to what they are
+// given, so that a caller hears of a value the coordinator would refuse
+// where it passes it, not at a heartbeat far from there. Each returns what
+// is wrong, "" if nothing.
+
+func idProblem(id string) string {
+	if !learner.ValidID(id) {
+		return fmt.Sprintf("malformed member ID (want 1-%d letters, digits, '_', '-', '.')", learner.MaxIDLen)
+	}
+	return ""
+}
+
+func capacityProblem(capacity int, rack string) string {
+	switch {
+	case capacity < 0 || capacity > learner.MaxCapacity:
+		// learner.MemberMetadata's bound, as Capacity's doc says: Assign
+		// does the only arithmetic on it.
+		return fmt.Sprintf("capacity %d out of range [0, %d]", capacity, learner.MaxCapacity)
+	case rack != "" && !learner.ValidID(rack):
+		return fmt.Sprintf("malformed rack %s", errtext.Quote(rack))
+	}
+	return ""
+}
+
+// replacesProblem checks a member named as replaced by member id in a
+// heartbeat of the given epoch.
+func replacesProblem(id, replaces string, epoch int64) string {
+	if epoch != 0 || !learner.ValidID(replaces) || replaces == id {
+		return fmt.Sprintf("replaces %s: want the ID of another member, in a join (epoch 0)", errtext.Quote(replaces))
+	}
+	return ""
+}
+
 // validate checks a heartbeat's shape; it knows nothing of the group.
 func validate(hb Heartbeat) error {
+	if problem := idProblem(hb.MemberID); problem != "" {
+		return heartbeatErr(hb, "%s", problem)
+	}
 	switch {
-	case !learner.ValidID(hb.MemberID):
-		return heartbeatErr(hb, "malformed member ID (want 1-%d letters, digits, '_', '-', '.')", learner.MaxIDLen)
 	case hb.Epoch < 0 || hb.Epoch > MaxEpoch:
 		return heartbeatErr(hb, "epoch %d out of range [0, %d]", hb.Epoch, int64(MaxEpoch))
 	case hb.Seq < 0 || hb.Seq > MaxEpoch:
 		return heartbeatErr(hb, "seq %d out of range [0, %d]", hb.Seq, int64(MaxEpoch))
-	case hb.Capacity < 0 || hb.Capacity > learner.MaxCapacity:
-		// learner.MemberMetadata's bound, as Capacity's doc says: Assign
-		// does the only arithmetic on it.
-		return heartbeatErr(hb, "capacity %d out of range [0, %d]", hb.Capacity, learner.MaxCapacity)
-	case hb.Rack != "" && !learner.ValidID(hb.Rack):
-		return heartbeatErr(hb, "malformed rack %s", errtext.Quote(hb.Rack))
-	case hb.Replaces != "" && (hb.Epoch != 0 || !learner.ValidID(hb.Replaces) || hb.Replaces == hb.MemberID):
-		return heartbeatErr(hb, "replaces %s: want the ID of another member, in a join (epoch 0)", errtext.Quote(hb.Replaces))
-	case hb.Epoch == 0 && !hb.Leave && len(hb.Active)+len(hb.Learning)+len(hb.Standby) > 0:
+	}
+	if problem := capacityProblem(hb.Capacity, hb.Rack); problem != "" {
+		return heartbeatErr(hb, "%s", problem)
+	}
+	if hb.Replaces != "" {
+		if problem := replacesProblem(hb.MemberID, hb.Replaces, hb.Epoch); problem != "" {
+			return heartbeatErr(hb, "%s", problem)
+		}
+	}
+	if hb.Epoch == 0 && !hb.Leave && len(hb.Active)+len(hb.Learning)+len(hb.Standby) > 0 {
 		return heartbeatErr(hb, "epoch 0 (joining) with tasks: a joining member runs nothing")
 	}
 	seen, problem := checkRoles(hb.Active, hb.Learning, hb.Standby)

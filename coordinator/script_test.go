@@ -161,7 +161,11 @@ func (s *script) run(t *testing.T, cmd string) string {
 	case "restart":
 		// restart OLD as NEW [disk=T1,T2]: OLD's process (crashed) comes
 		// back as NEW with the listed tasks' state caught up on disk.
-		m := RestartOf(f[3], f[1])
+		m, err := RestartOf(f[3], f[1])
+		if err != nil {
+			p("error: %v", err)
+			break
+		}
 		if len(f) > 4 {
 			for _, task := range strings.Split(strings.TrimPrefix(f[4], "disk="), ",") {
 				m.SetLag(task, 0)
@@ -221,7 +225,11 @@ func (s *script) run(t *testing.T, cmd string) string {
 func (s *script) beat(id string, apply bool, p func(string, ...any)) {
 	m := s.members[id]
 	if m == nil {
-		m = NewMember(id)
+		var err error
+		if m, err = NewMember(id); err != nil {
+			p("%s: error: %v", id, err)
+			return
+		}
 		s.members[id] = m
 	}
 	hb := m.Heartbeat()

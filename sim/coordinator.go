@@ -87,7 +87,12 @@ func (s *coordStrategy) wall() time.Time { return epoch.Add(s.e.now) }
 // when the coordinator's recovery window (opened a session timeout earlier)
 // closes.
 func (s *coordStrategy) initial(m *member, a learner.Assignment) {
-	cm := &cmember{m: coordinator.NewMember(s.incarnation(m))}
+	cm := &cmember{}
+	var err error
+	if cm.m, err = coordinator.NewMember(s.incarnation(m)); err != nil {
+		s.e.fail("%v", err) // Scenario.Check and incarnation keep IDs valid
+		return
+	}
 	s.cms[m] = cm
 	if _, err := cm.m.Apply(coordinator.Response{MemberID: cm.m.ID(), Epoch: 1, Active: a.Assigned, Standby: a.Standby, HeartbeatInterval: s.cfg.HeartbeatInterval}); err != nil {
 		s.e.fail("%v", err)
@@ -136,12 +141,23 @@ func (s *coordStrategy) incarnation(m *member) string {
 // joined sets up a member that joins; a restarted one replaces its
 // previous incarnation at once and reports the state it finds on disk.
 func (s *coordStrategy) joined(m *member) {
-	cm := &cmember{m: coordinator.NewMember(s.incarnation(m))}
+	id, old := s.incarnation(m), ""
 	for _, o := range slices.Backward(s.e.members[:m.idx]) {
 		if o.id == m.id {
-			cm.m = coordinator.RestartOf(cm.m.ID(), s.cms[o].m.ID())
+			old = s.cms[o].m.ID()
 			break
 		}
+	}
+	cm := &cmember{}
+	var err error
+	if old == "" {
+		cm.m, err = coordinator.NewMember(id)
+	} else {
+		cm.m, err = coordinator.RestartOf(id, old)
+	}
+	if err != nil {
+		s.e.fail("%v", err) // Scenario.Check and incarnation keep IDs valid
+		return
 	}
 	s.cms[m] = cm
 	s.beatNow(m)

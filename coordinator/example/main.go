@@ -82,7 +82,11 @@ func run(out io.Writer, scale float64) error {
 	var wg sync.WaitGroup
 	workers := map[string]*worker{}
 	spawn := func(id string) {
-		wk := &worker{m: coordinator.NewMember(id), url: url, tm: tm, w: w, lg: lg, tasks: tasks,
+		m, err := coordinator.NewMember(id)
+		if err != nil {
+			panic(err) // W1 to W6 are valid IDs
+		}
+		wk := &worker{m: m, url: url, tm: tm, w: w, lg: lg, tasks: tasks,
 			client: &http.Client{Timeout: tm.d(tm.interval)}, crash: make(chan struct{}), leave: make(chan time.Time, 1)}
 		workers[id] = wk
 		wg.Add(1)
