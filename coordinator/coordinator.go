@@ -678,24 +678,28 @@ func (c *Coordinator) recompute() error {
 		// Assign would count it caught up and release at once the copy it
 		// replaces, which rule 13 keeps until the new one reports caught up.
 		// (Once m reports its target's standbys, the steady state, there
-		// is none.) Not so for a task some member learns: a lag, even the
-		// largest, ranks before none, and a learner reporting none would
-		// lose the task to the unstarted standby if its owner went.
+		// is none.) So it goes to Assign with the largest lag, whether or
+		// not some member learns its task: the copy it replaces is released
+		// alike, and if the task's owner went the task would go to the
+		// learner or the unstarted standby, with the caught-up copy gone.
 		if !slices.Equal(m.tgtStandby, m.repStandby) {
 			for _, t := range m.tgtStandby {
 				if _, ok := lagOf(m, t); ok || m.holds(t) {
 					continue
 				}
-				if learnt == nil {
-					learnt = c.learnt()
-				}
-				if !learnt[t] {
-					md.Lag = append(md.Lag, learner.IndexedLag{Task: t, Lag: math.MaxInt64})
-					if unstarted == nil {
-						unstarted = make([]bool, len(c.tasks))
+				if !c.lagRanks() {
+					if learnt == nil {
+						learnt = c.learnt()
 					}
-					unstarted[t] = true
+					if learnt[t] {
+						continue // see lagRanks
+					}
 				}
+				md.Lag = append(md.Lag, learner.IndexedLag{Task: t, Lag: math.MaxInt64})
+				if unstarted == nil {
+					unstarted = make([]bool, len(c.tasks))
+				}
+				unstarted[t] = true
 			}
 		}
 		mds[i] = md
@@ -705,13 +709,23 @@ func (c *Coordinator) recompute() error {
 	// standbys with no lag (warmth), and must still rank before it: else,
 	// if the task's owner went, it would go to the unstarted copy, cold,
 	// with a caught-up one at hand. (A learner reporting no lag is not
-	// caught up: it would say Ready.)
+	// caught up: it would say Ready.) Such a learner must rank before the
+	// unstarted copy too, as it does at equal lags (rule 5: a member
+	// learning the task before a standby), not after it, as a lag not
+	// reported would: it has replayed some of the state, the unstarted
+	// copy none.
 	if unstarted != nil {
 		for i, m := range c.members {
 			for _, t := range m.tgtStandby {
 				_, ok := lagOf(m, t)
 				if unstarted[t] && !ok && (m.repStandby.has(t) || m.repActive.has(t)) {
 					mds[i].Lag = append(mds[i].Lag, learner.IndexedLag{Task: t})
+				}
+			}
+			for _, t := range m.tgtLearning {
+				_, ok := lagOf(m, t)
+				if unstarted[t] && !ok && !m.ready.has(t) {
+					mds[i].Lag = append(mds[i].Lag, learner.IndexedLag{Task: t, Lag: math.MaxInt64})
 				}
 			}
 		}
@@ -739,6 +753,15 @@ func (c *Coordinator) recompute() error {
 	c.dirty = changed
 	return nil
 }
+
+// lagRanks reports whether a lag beyond Options.AcceptableLag exists, so
+// that recompute can tell Assign of a copy that is not caught up. At
+// AcceptableLag math.MaxInt64 every lag is acceptable: an unstarted standby
+// counts caught up whatever lag it is told of, and a learner told of one
+// would count ready and be promoted. Then the unstarted standby of a task
+// some member learns goes to Assign with no lag, ranking after the learner,
+// and its learners with none.
+func (c *Coordinator) lagRanks() bool { return c.cfg.Options.AcceptableLag < math.MaxInt64 }
 
 // learnt returns, by interned task, whether some member learns it in the
 // target.

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -637,4 +638,120 @@ func TestOrphanGoesToWarmStandbyNotUnstarted(t *testing.T) {
 		}
 	}
 	t.Fatalf("%s is not assigned: %v", moved, target)
+}
+
+// TestStandbyOfLearnedTaskMovesWarm: a standby moved while another member
+// learns its task moves warm too (rule 13). Here S3 (rack b) joins and
+// learns T2, and S4 (rack c) joins and is given the standby of T2 that S2
+// keeps: S2's copy must stay until S4's, which replays, reports caught up.
+// Told of S4's unstarted standby with no lag, Assign counted it caught up
+// and released S2's at once; then, when T2's owner went, T2 went cold to
+// S2, which had dropped its copy.
+func TestStandbyOfLearnedTaskMovesWarm(t *testing.T) {
+	c, err := New([]learner.Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}, {ID: "T3", Stateful: true}},
+		Config{Options: learner.Options{Standbys: 1, AcceptableLag: 10}, SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
+	require.NoError(t, err)
+	s1, s2, s3, s4 := must(NewMember("S1")), must(NewMember("S2")), must(NewMember("S3")), must(NewMember("S4"))
+	for m, rack := range map[*Member]string{s1: "c", s2: "c", s3: "b", s4: "c"} {
+		require.NoError(t, m.SetCapacity(0, rack))
+	}
+	all := []*Member{s1, s2, s3, s4}
+	// warm returns, by task, the members with a caught-up copy: running
+	// it, a ready learner, a standby with no lag or one within 10.
+	warm := func() map[string][]string {
+		out := map[string][]string{}
+		for _, m := range all {
+			hb := m.Heartbeat()
+			for _, task := range slices.Concat(hb.Active, hb.Ready) {
+				out[task] = append(out[task], m.ID())
+			}
+			for _, task := range hb.Standby {
+				i := slices.IndexFunc(hb.Lag, func(l learner.TaskLag) bool { return l.Task == task })
+				if i < 0 || hb.Lag[i].Lag <= 10 {
+					out[task] = append(out[task], m.ID())
+				}
+			}
+		}
+		return out
+	}
+	// beat heartbeats ms in turn, S1 and S2 reporting their standbys
+	// caught up (lag 0), S4 replaying (lag 1000); ready makes learners
+	// ready at once.
+	now := t0
+	beat := func(ready bool, ms ...*Member) {
+		now = now.Add(time.Second)
+		for _, m := range ms {
+			hb := m.Heartbeat()
+			for _, task := range hb.Learning {
+				if ready {
+					m.Restored(task)
+				}
+			}
+			for _, task := range hb.Standby {
+				require.NoError(t, m.SetLag(task, map[*Member]int64{s4: 1000}[m]))
+			}
+			beatApply(t, c, now, m)
+		}
+	}
+	for range 4 {
+		beat(true, s1, s2)
+	}
+	before := warm()
+	require.Equal(t, map[string][]string{"T1": {"S1", "S2"}, "T2": {"S1", "S2"}, "T3": {"S1", "S2"}}, before, "S1 and S2 run the tasks, each keeping the other's standbys")
+	// S3 and S4 join; S3's learners are not ready yet.
+	for range 3 {
+		for _, m := range []*Member{s3, s4, s1, s2} {
+			beat(false, m)
+			after := warm()
+			for task, had := range before {
+				require.GreaterOrEqual(t, len(after[task]), min(len(had), 2), "after %s's heartbeat, %s's caught-up copies are %v, were %v (target %v)", m.ID(), task, after[task], had, c.Target())
+			}
+		}
+	}
+	require.Equal(t, []string{"T2"}, s3.Heartbeat().Learning, "S3 learns T2")
+	require.Equal(t, []string{"T2"}, s4.Heartbeat().Standby, "S4 keeps T2's standby")
+	require.Equal(t, []string{"T2", "T3"}, s1.Active(), "S1 runs T2")
+
+	// S1 crashes: T2 goes to a member with a caught-up copy, S2's.
+	atCrash := warm()
+	crashed := now
+	now = now.Add(4 * time.Second)
+	beat(false, s2, s3, s4)
+	require.Equal(t, []string{"S1"}, c.Tick(crashed.Add(10*time.Second)), "S1's session ends")
+	beat(false, s2, s3, s4)
+	for _, a := range c.Target() {
+		if slices.Contains(a.Assigned, "T2") {
+			assert.Contains(t, atCrash["T2"], a.MemberID, "T2, orphaned, goes to %s, want a member with a caught-up copy (copies when S1 crashed %v, target %v)", a.MemberID, atCrash, c.Target())
+		}
+	}
+}
+
+// TestOrphanGoesToLearnerNotUnstartedStandby: an unstarted standby goes to
+// Assign as not caught up (the largest lag), but must not outrank a learner
+// of its task that reports no lag, which has replayed part of the state:
+// here S2 learns T1 and S3 is given T1's first standby; S1, T1's owner,
+// crashes before S3 heartbeats again, so T1 must go to S2, not to S3. At
+// the largest AcceptableLag every lag is acceptable, and the learner must
+// not be promoted before it is ready.
+func TestOrphanGoesToLearnerNotUnstartedStandby(t *testing.T) {
+	for _, acceptable := range []int64{0, 10, math.MaxInt64} {
+		c, err := New([]learner.Task{{ID: "T1", Stateful: true}, {ID: "T2", Stateful: true}},
+			Config{Options: learner.Options{Standbys: 1, AcceptableLag: acceptable}, SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second, FreshGroup: true})
+		require.NoError(t, err)
+		s1, s2, s3 := must(NewMember("S1")), must(NewMember("S2")), must(NewMember("S3"))
+		sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+		beatApply(t, c, sec(0), s1)
+		beatApply(t, c, sec(5), s1) // S1's last heartbeat
+		beatApply(t, c, sec(5), s2)
+		beatApply(t, c, sec(9), s3)
+		beatApply(t, c, sec(10), s2)
+		require.Equal(t, []string{"T1"}, s2.Heartbeat().Learning, "acceptable lag %d: S2 learns T1", acceptable)
+		require.Equal(t, []string{"T1"}, c.Target()[1].Learning, "acceptable lag %d: S2, not ready, still learns T1 in the target %v", acceptable, c.Target())
+		require.Equal(t, []string{"T1"}, s3.Heartbeat().Standby, "acceptable lag %d: S3 keeps T1's standby", acceptable)
+		require.Equal(t, []string{"S1"}, c.Tick(sec(15)), "S1's session ends")
+		beatApply(t, c, sec(15), s2)
+		i := slices.IndexFunc(c.Target(), func(a learner.Assignment) bool { return slices.Contains(a.Assigned, "T1") })
+		require.GreaterOrEqual(t, i, 0, "acceptable lag %d: T1 is not assigned: %v", acceptable, c.Target())
+		assert.Equal(t, "S2", c.Target()[i].MemberID, "acceptable lag %d: T1, orphaned, goes to %s, want S2, its learner, not S3, whose standby has not started (target %v)", acceptable, c.Target()[i].MemberID, c.Target())
+	}
 }
