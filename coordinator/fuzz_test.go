@@ -15,7 +15,7 @@ func FuzzHistory(f *testing.F) {
 	f.Add([]byte{7, 3, 2, 1, 12, 4, 0, 5, 9, 200, 4, 4, 4, 4, 4, 4, 4, 4, 4})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ch := &byteChooser{b: b}
-		h, _, err := runHistory(ch, min(len(b)/4, 500)) // bounded: inputs run in milliseconds
+		h, _, err := runHistory(ch, nil, min(len(b)/4, 500)) // bounded: inputs run in milliseconds
 		if err != nil {
 			t.Fatalf("%v\nlast events:\n%s", err, h.trace())
 		}

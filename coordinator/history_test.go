@@ -15,6 +15,14 @@ import (
 // target: honest members (Member plus a simulated application) heartbeating a
 // Coordinator through a faulty network, with joins, leaves, crashes and
 // coordinator failovers, checked at every step.
+//
+// A history may also be perturbed: its heartbeats delayed while their
+// members wait for the responses, late heartbeats delivered between the
+// step's others instead of before them all, members that send Seq 0
+// throughout, and an embedder clock that steps back. The perturbations are
+// drawn from a chooser of their own, so that the choices drawn from the
+// history's chooser, and with them the history a seed gave before they
+// existed, stay the same until the first perturbation.
 
 // chooser makes the history's random choices. 0 is always the benign
 // choice, so a fuzz input that runs out continues as a quiet history.
@@ -52,11 +60,21 @@ type simMember struct {
 	// newest is the newest of its heartbeats the coordinator has taken
 	// (Seq 0: none yet).
 	newest Heartbeat
+	// unnumbered: it sends Seq 0 throughout (a perturbation), so the
+	// coordinator orders its heartbeats by epoch alone.
+	unnumbered bool
 }
 
+// stashed is a heartbeat in the network, delivered at at. A late copy
+// reaches the coordinator only: its member gave up on it. A delayed one
+// (waiting set) has its member waiting for the response, which it applies
+// if it is still that incarnation and has not fenced itself.
 type stashed struct {
-	at time.Time
-	hb Heartbeat
+	at      time.Time
+	hb      Heartbeat
+	waiting *simMember
+	m       *Member   // the incarnation that waits
+	sent    time.Time // when the waiting member sent it
 }
 
 // history is one group's life.
@@ -86,10 +104,21 @@ type history struct {
 	// fenced counts late heartbeats refused with ErrFenced: an honest
 	// member's own heartbeats never are.
 	failovers, timeouts, lost, dups, fenced, leaves, crashes, restarts, garbage, topologies int
+
+	// pert draws the perturbations; nil: none.
+	pert chooser
+	// clockBack is how far the current coordinator's clock is behind
+	// h.now. It only grows, so the clock steps back and never runs faster
+	// than time (which would end sessions before members fence
+	// themselves); a new coordinator has a clock of its own.
+	clockBack time.Duration
+	// Perturbations made: delayed heartbeats, late ones delivered between
+	// the step's others, members sending Seq 0, clock steps back.
+	delays, interleaved, unnumbered, clockSteps int
 }
 
-func newHistory(ch chooser, nTasks, nMembers, k int, opts learner.Options) (*history, error) {
-	h := &history{ch: ch, k: k, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), faults: true, had: map[string]bool{}, dropped: map[string]bool{}, ever: map[string]bool{}}
+func newHistory(ch, pert chooser, nTasks, nMembers, k int, opts learner.Options) (*history, error) {
+	h := &history{ch: ch, pert: pert, k: k, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), faults: true, had: map[string]bool{}, dropped: map[string]bool{}, ever: map[string]bool{}}
 	for range nTasks {
 		h.tasks = append(h.tasks, h.newTask())
 	}
@@ -157,6 +186,11 @@ func (h *history) join() {
 	sm := &simMember{m: must(NewMember(fmt.Sprintf("M%d", h.nextID))), alive: true, nextHB: h.now, lastResp: h.now, readyIn: map[string]int{}}
 	h.members = append(h.members, sm)
 	h.logf("%s joins", sm.m.ID())
+	if h.perturbing() && h.pert.intn(4) == 0 {
+		sm.unnumbered = true
+		h.unnumbered++
+		h.logf("%s sends Seq 0 throughout", sm.m.ID())
+	}
 }
 
 func (h *history) live() []*simMember {
@@ -207,6 +241,7 @@ func (h *history) chaos() {
 			panic(err)
 		}
 		h.c = c
+		h.clockBack = 0
 		c.assigned = h.checkAssign
 		clear(h.had)
 		clear(h.dropped)
@@ -264,7 +299,7 @@ func (h *history) garbageHeartbeat() {
 	case 5:
 		hb.Leave = true
 	}
-	_, err := h.c.Heartbeat(h.now, hb)
+	_, err := h.c.Heartbeat(h.clock(), hb)
 	if err != nil && !errors.Is(err, ErrInvalidHeartbeat) && !errors.Is(err, ErrFenced) {
 		panic(fmt.Sprintf("garbage heartbeat %+v: error %v wraps no sentinel", hb, err))
 	}
@@ -292,10 +327,20 @@ func (h *history) step() error {
 	} else if !slices.ContainsFunc(h.live(), func(sm *simMember) bool { return !sm.m.Heartbeat().Leaving }) {
 		h.join() // a quiet group needs a staying member to converge
 	}
-	if err := h.deliverStash(); err != nil {
+	perturbing := h.perturbing()
+	if perturbing && h.pert.intn(40) == 0 {
+		back := time.Duration(1+h.pert.intn(4)) * step
+		h.clockBack += back
+		h.clockSteps++
+		h.logf("the coordinator's clock steps back %v", back)
+	}
+	var due []stashed // delivered between the step's heartbeats
+	if perturbing {
+		due = h.takeDue()
+	} else if err := h.deliverStash(); err != nil {
 		return err
 	}
-	if gone := h.c.Tick(h.now); len(gone) > 0 {
+	if gone := h.c.Tick(h.clock()); len(gone) > 0 {
 		h.timeouts += len(gone)
 		h.logf("session timeout: %v", gone)
 	}
@@ -304,13 +349,39 @@ func (h *history) step() error {
 		j := h.ch.intn(i + 1)
 		live[i], live[j] = live[j], live[i]
 	}
-	for _, sm := range live {
+	slot := make([]int, len(due))
+	for i := range due {
+		slot[i] = h.pert.intn(len(live) + 1)
+		if slot[i] > 0 {
+			h.interleaved++
+		}
+	}
+	deliverAt := func(at int) error {
+		for i, s := range due {
+			if slot[i] == at {
+				if err := h.deliver(s); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for i, sm := range live {
+		if err := deliverAt(i); err != nil {
+			return err
+		}
+		if !sm.alive { // shut down by a delayed response delivered above
+			continue
+		}
 		if err := h.tick(sm); err != nil {
 			return err
 		}
 		if err := h.check(); err != nil {
 			return err
 		}
+	}
+	if err := deliverAt(len(live)); err != nil {
+		return err
 	}
 	if len(h.broken) > 0 {
 		return fmt.Errorf("Assign's output for the coordinator breaks a rule: %v", h.broken)
@@ -341,28 +412,77 @@ func (h *history) checkGhosts() error {
 	return nil
 }
 
+// perturbing reports whether perturbations are drawn now: in a perturbed
+// history, during the chaos.
+func (h *history) perturbing() bool { return h.pert != nil && h.faults }
+
+// clock is the time the embedder gives the coordinator.
+func (h *history) clock() time.Time { return h.now.Add(-h.clockBack) }
+
+// deliverStash delivers the heartbeats due by now, in the order sent.
 func (h *history) deliverStash() error {
+	for _, s := range h.takeDue() {
+		if err := h.deliver(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// takeDue takes the heartbeats due by now out of the network.
+func (h *history) takeDue() []stashed {
+	var due []stashed
 	keep := h.stash[:0]
 	for _, s := range h.stash {
 		if s.at.After(h.now) {
 			keep = append(keep, s)
-			continue
-		}
-		// The response goes to a request the member gave up on: dropped.
-		_, err := h.c.Heartbeat(h.now, s.hb)
-		if errors.Is(err, ErrFenced) {
-			h.fenced++
-		}
-		h.logf("late heartbeat %s@%d#%d delivered: err=%v", s.hb.MemberID, s.hb.Epoch, s.hb.Seq, err)
-		for _, sm := range h.members {
-			if sm.m.ID() == s.hb.MemberID && err == nil {
-				if err := h.taken(sm, s.hb); err != nil {
-					return err
-				}
-			}
+		} else {
+			due = append(due, s)
 		}
 	}
 	h.stash = keep
+	return due
+}
+
+// deliver gives the coordinator a heartbeat from the network. A delayed
+// one's response goes to its member if it still waits for it: the same
+// incarnation, alive and not past its fence timeout. Else, as a late
+// copy's, the response goes to a request the member gave up on: dropped.
+func (h *history) deliver(s stashed) error {
+	sm := s.waiting
+	if sm != nil && sm.alive && sm.m == s.m {
+		h.fenceIfDue(sm)
+	}
+	waits := sm != nil && sm.alive && sm.m == s.m
+	resp, err := h.c.Heartbeat(h.clock(), s.hb)
+	if errors.Is(err, ErrFenced) && !waits {
+		h.fenced++
+	}
+	if !waits {
+		h.logf("late heartbeat %s@%d#%d delivered: err=%v", s.hb.MemberID, s.hb.Epoch, s.hb.Seq, err)
+	} else {
+		h.logf("delayed heartbeat %s@%d#%d delivered: err=%v", s.hb.MemberID, s.hb.Epoch, s.hb.Seq, err)
+		if err != nil {
+			// Its member has had a response within its fence timeout,
+			// so its session is live (see heartbeat).
+			return fmt.Errorf("delayed Heartbeat(%+v) = %w, want no error from an honest member", s.hb, err)
+		}
+		if err := h.taken(sm, s.hb); err != nil {
+			return err
+		}
+		again, err := h.receive(sm, s.sent, resp)
+		if again && sm.alive {
+			sm.nextHB = h.now // at once, at its next tick
+		}
+		return err
+	}
+	for _, sm := range h.members {
+		if sm.m.ID() == s.hb.MemberID && err == nil {
+			if err := h.taken(sm, s.hb); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -370,6 +490,9 @@ func (h *history) deliverStash() error {
 // error, that it holds what sm's newest heartbeat it took reports: a late
 // older one, of the same epoch too, changes nothing.
 func (h *history) taken(sm *simMember, hb Heartbeat) error {
+	if sm.unnumbered {
+		return nil // ordered by epoch alone: a late one of the epoch counts again
+	}
 	if hb.Seq > sm.newest.Seq {
 		sm.newest = hb
 	}
@@ -384,10 +507,7 @@ func (h *history) taken(sm *simMember, hb Heartbeat) error {
 // tick runs one member's application for this step.
 func (h *history) tick(sm *simMember) error {
 	m := sm.m
-	if h.now.Sub(sm.lastResp) >= fenceTimeout {
-		sm.m.Stop()
-		sm.alive = false
-		h.logf("%s fences itself", m.ID())
+	if h.fenceIfDue(sm) {
 		return nil
 	}
 	if m.ShouldShutdown(h.now) {
@@ -406,6 +526,18 @@ func (h *history) tick(sm *simMember) error {
 	return nil
 }
 
+// fenceIfDue stops sm if it has had no response for its fence timeout, and
+// reports whether it did.
+func (h *history) fenceIfDue(sm *simMember) bool {
+	if h.now.Sub(sm.lastResp) < fenceTimeout {
+		return false
+	}
+	sm.m.Stop()
+	sm.alive = false
+	h.logf("%s fences itself", sm.m.ID())
+	return true
+}
+
 // heartbeat sends one heartbeat through the network; again says that the
 // member stopped an active task and heartbeats at once.
 func (h *history) heartbeat(sm *simMember) (again bool, err error) {
@@ -417,6 +549,9 @@ func (h *history) heartbeat(sm *simMember) (again bool, err error) {
 		}
 	}
 	hb = m.Heartbeat()
+	if sm.unnumbered {
+		hb.Seq = 0
+	}
 	sm.nextHB = h.now.Add(interval) // retried then if nothing comes back
 	fault := 0
 	if h.faults {
@@ -434,7 +569,16 @@ func (h *history) heartbeat(sm *simMember) (again bool, err error) {
 		h.dups++
 		h.stash = append(h.stash, stashed{at: h.now.Add(time.Duration(1+h.ch.intn(16)) * step), hb: hb})
 	}
-	resp, err := h.c.Heartbeat(h.now, hb)
+	if (fault == 0 || fault > 4) && h.perturbing() && h.pert.intn(12) == 0 {
+		// Delayed: the member waits for the response, sending nothing
+		// meanwhile, and fences itself if it takes too long.
+		h.delays++
+		at := h.now.Add(time.Duration(1+h.pert.intn(6)) * step)
+		h.stash = append(h.stash, stashed{at: at, hb: hb, waiting: sm, m: m, sent: h.now})
+		sm.nextHB = at.Add(interval)
+		return false, nil
+	}
+	resp, err := h.c.Heartbeat(h.clock(), hb)
 	if err != nil {
 		// Fenced included: a live member has had a response within its
 		// fence timeout, so its session is live, and late copies of its
@@ -449,6 +593,13 @@ func (h *history) heartbeat(sm *simMember) (again bool, err error) {
 		h.lost++
 		return false, nil
 	}
+	return h.receive(sm, h.now, resp)
+}
+
+// receive applies the response to the heartbeat sm sent at sent; again says
+// that the member stopped an active task and heartbeats at once.
+func (h *history) receive(sm *simMember, sent time.Time, resp Response) (again bool, err error) {
+	m := sm.m
 	if err := h.checkResponse(resp); err != nil {
 		return false, err
 	}
@@ -457,7 +608,7 @@ func (h *history) heartbeat(sm *simMember) (again bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("Apply(%+v) = %w", resp, err)
 	}
-	sm.lastResp = h.now
+	sm.lastResp = sent
 	sm.nextHB = h.now.Add(resp.HeartbeatInterval)
 	if resp.Epoch != before {
 		h.logf("%s epoch %d: active %v learning %v standby %v", m.ID(), resp.Epoch, resp.Active, resp.Learning, resp.Standby)
@@ -480,7 +631,7 @@ func (h *history) depart(sm *simMember, why string) {
 	if h.faults && h.ch.intn(4) == 1 {
 		return
 	}
-	if _, err := h.c.Heartbeat(h.now, sm.m.LeaveHeartbeat()); err != nil {
+	if _, err := h.c.Heartbeat(h.clock(), sm.m.LeaveHeartbeat()); err != nil {
 		panic(fmt.Sprintf("leave heartbeat: %v", err))
 	}
 }

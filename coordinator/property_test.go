@@ -2,13 +2,14 @@ package coordinator
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
-	"os"
-	"strconv"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/internal/testseed"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,15 +40,6 @@ func convergeBound(k int, opts learner.Options) int {
 	return ownerBound() + 3*rounds
 }
 
-func historySeed(t *testing.T) uint64 {
-	if s := os.Getenv("COORDINATOR_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err, "COORDINATOR_SEED")
-		return n
-	}
-	return 1
-}
-
 // TestPropertyHistories runs random group histories (joins, leaves with and
 // without deadline, crashes, capacity changes, coordinator failovers, lost,
 // late and duplicate heartbeats and responses, malformed heartbeats) and
@@ -56,24 +48,42 @@ func historySeed(t *testing.T) uint64 {
 // reported and that no dead member the coordinator dropped is a member
 // again; then, once the chaos stops, that every task gets an owner and the
 // group reaches Assign's balanced fixed point within the bounds above.
-// COORDINATOR_LONG=1 runs 20,000 histories; COORDINATOR_SEED=n replays the
+// LEARNER_LONG=1 runs 20,000 histories; LEARNER_SEED=n replays the
 // histories of a seed.
-func TestPropertyHistories(t *testing.T) {
+func TestPropertyHistories(t *testing.T) { playHistories(t, false) }
+
+// TestPropertyHistoriesPerturbed runs the same histories, seed for seed,
+// perturbed (see history): heartbeats delayed while their members wait,
+// late ones delivered between the step's others, members that send Seq 0,
+// and a coordinator clock that steps back. Each history is the unperturbed
+// one until its first perturbation.
+func TestPropertyHistoriesPerturbed(t *testing.T) { playHistories(t, true) }
+
+// playHistories plays 1,000 histories (100 with -short, 20,000 with
+// LEARNER_LONG=1) from LEARNER_SEED or a random seed, which it logs.
+// History i draws from stream i of the seed, and its perturbations, if
+// perturbed, from stream i+2^63, which no history draws from.
+func playHistories(t *testing.T, perturbed bool) {
 	n := 1000
 	if testing.Short() {
 		n = 100
 	}
-	if os.Getenv("COORDINATOR_LONG") != "" {
+	if testseed.Long() {
 		n = 20000
 	}
-	seed := historySeed(t)
+	seed, _ := testseed.Seed(t)
+	t.Logf("LEARNER_SEED=%d", seed)
 	var maxOwned, maxSettled int
 	var total history
 	for i := range n {
 		r := rand.New(rand.NewPCG(seed, uint64(i)))
-		h, res, err := runHistory(randChooser{r}, 200+r.IntN(200))
+		var pert chooser
+		if perturbed {
+			pert = randChooser{rand.New(rand.NewPCG(seed, uint64(i)|1<<63))}
+		}
+		h, res, err := runHistory(randChooser{r}, pert, 200+r.IntN(200))
 		if err != nil {
-			t.Fatalf("seed %d history %d: %v\nlast events:\n%s", seed, i, err, h.trace())
+			t.Fatalf("LEARNER_SEED=%d history %d: %v\nlast events:\n%s", seed, i, err, h.trace())
 		}
 		maxOwned, maxSettled = max(maxOwned, res.owned), max(maxSettled, res.settled)
 		total.failovers += h.failovers
@@ -87,13 +97,23 @@ func TestPropertyHistories(t *testing.T) {
 		total.assigns += h.assigns
 		total.garbage += h.garbage
 		total.topologies += h.topologies
+		total.delays += h.delays
+		total.interleaved += h.interleaved
+		total.unnumbered += h.unnumbered
+		total.clockSteps += h.clockSteps
 	}
 	t.Logf("%d histories: %d failovers, %d session timeouts, %d lost and %d late or duplicate heartbeats (%d late ones fenced), %d leaves, %d crashes (%d restarted at once), %d malformed heartbeats, %d topology changes",
 		n, total.failovers, total.timeouts, total.lost, total.dups, total.fenced, total.leaves, total.crashes, total.restarts, total.garbage, total.topologies)
 	t.Logf("%d Assign calls judged by learnertest.Check", total.assigns)
 	t.Logf("after the chaos: every task owned within %v, settled within %v (at worst)", time.Duration(maxOwned)*step, time.Duration(maxSettled)*step)
 	// The generator must keep producing every kind of trouble.
-	for name, v := range map[string]int{"failovers": total.failovers, "timeouts": total.timeouts, "lost": total.lost, "dups": total.dups, "fenced": total.fenced, "leaves": total.leaves, "crashes": total.crashes, "restarts": total.restarts, "garbage": total.garbage, "topology changes": total.topologies} {
+	trouble := map[string]int{"failovers": total.failovers, "timeouts": total.timeouts, "lost": total.lost, "dups": total.dups, "fenced": total.fenced, "leaves": total.leaves, "crashes": total.crashes, "restarts": total.restarts, "garbage": total.garbage, "topology changes": total.topologies}
+	if perturbed {
+		t.Logf("perturbations: %d delayed heartbeats, %d late ones delivered between others, %d members sending Seq 0, %d clock steps back",
+			total.delays, total.interleaved, total.unnumbered, total.clockSteps)
+		maps.Copy(trouble, map[string]int{"delays": total.delays, "interleaved": total.interleaved, "unnumbered": total.unnumbered, "clock steps": total.clockSteps})
+	}
+	for name, v := range trouble {
 		require.Positive(t, v, "histories produced no %s", name)
 	}
 }
@@ -101,14 +121,15 @@ func TestPropertyHistories(t *testing.T) {
 type historyResult struct{ owned, settled int } // steps after the chaos
 
 // runHistory draws a group and runs it through chaosSteps steps of chaos,
-// then quiet steps until it settles, checking every bound.
-func runHistory(ch chooser, chaosSteps int) (*history, historyResult, error) {
+// perturbed by pert's draws if it is not nil, then quiet steps until it
+// settles, checking every bound.
+func runHistory(ch, pert chooser, chaosSteps int) (*history, historyResult, error) {
 	opts := learner.Options{Standbys: ch.intn(3)}
 	if ch.intn(3) == 1 {
 		opts.MaxLearners = 1 + ch.intn(3)
 	}
 	k := 1 + ch.intn(4)
-	h, err := newHistory(ch, 1+ch.intn(24), 1+ch.intn(6), k, opts)
+	h, err := newHistory(ch, pert, 1+ch.intn(24), 1+ch.intn(6), k, opts)
 	if err != nil {
 		return nil, historyResult{}, err
 	}
@@ -123,13 +144,35 @@ func runHistory(ch chooser, chaosSteps int) (*history, historyResult, error) {
 	h.faults = false
 	res := historyResult{owned: -1, settled: -1}
 	perInterval := int(interval / step)
-	for s := 0; s < convergeBound(k, opts)*perInterval && res.settled < 0; s++ {
+	// The bounds are in the coordinator's time. Its clock, which steps
+	// back in a perturbed history, has stood still for at most clockBack
+	// in all, so its timers (sessions, the recovery window) end at most
+	// that much later.
+	stall := int(h.clockBack / step)
+	ownerSteps, convergeSteps := ownerBound()*perInterval+stall, convergeBound(k, opts)*perInterval+stall
+	// down counts, by task, the quiet steps in a row it has had no live
+	// owner. A hand-over leaves a task down from when its owner stops it
+	// until the new owner's next heartbeat after the owner's
+	// acknowledgement: two heartbeat intervals at most. Tasks handed over
+	// one by one (under a learner budget) can keep one task or another
+	// down at the end of most steps for many intervals, so ownership is
+	// reached at the first step after which no task is down longer than
+	// a hand-over.
+	handover := 2 * perInterval
+	down := map[string]int{}
+	lastDown := -1 // the last step a task had been down longer
+	for s := 0; s < convergeSteps && res.settled < 0; s++ {
 		if err := h.step(); err != nil {
 			return h, res, wrap("quiet step %d: %v", s, err)
 		}
-		if res.owned < 0 && len(h.unowned()) == 0 {
-			res.owned = s
+		unowned := h.unowned()
+		maps.DeleteFunc(down, func(t string, _ int) bool { return !slices.Contains(unowned, t) })
+		for _, t := range unowned {
+			if down[t]++; down[t] > handover {
+				lastDown = s
+			}
 		}
+		res.owned = lastDown + 1
 		ok, err := h.settled()
 		if err != nil {
 			return h, res, wrap("%v", err)
@@ -138,11 +181,11 @@ func runHistory(ch chooser, chaosSteps int) (*history, historyResult, error) {
 			res.settled = s
 		}
 	}
-	if res.owned < 0 || res.owned > ownerBound()*perInterval {
-		return h, res, wrap("tasks %v unowned %d steps after the chaos, want at most %d", h.unowned(), res.owned, ownerBound()*perInterval)
+	if res.owned > ownerSteps {
+		return h, res, wrap("a task without an owner for longer than a hand-over %d steps after the chaos, want at most %d (tasks down now %v; the coordinator's clock behind by %v)", res.owned, ownerSteps, h.unowned(), h.clockBack)
 	}
 	if res.settled < 0 {
-		return h, res, wrap("group not at Assign's fixed point %d steps after the chaos; target %v", convergeBound(k, opts)*perInterval, h.c.Target())
+		return h, res, wrap("group not at Assign's fixed point %d steps after the chaos (the coordinator's clock behind by %v); target %v", convergeSteps, h.clockBack, h.c.Target())
 	}
 	return h, res, nil
 }
