@@ -21,3 +21,17 @@ func FuzzHistory(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHistoryPerturbed runs the histories of FuzzHistory, the choices
+// from the first input, perturbed (see history) by choices from the
+// second: delayed heartbeats, late ones delivered between others, members
+// sending Seq 0, a coordinator clock that steps back.
+func FuzzHistoryPerturbed(f *testing.F) {
+	f.Add([]byte{7, 3, 2, 1, 12, 4, 0, 5, 9, 200, 4, 4, 4, 4, 4, 4, 4, 4, 4}, []byte{0, 1, 0, 3, 0, 0, 2, 5, 1, 0, 0, 4})
+	f.Fuzz(func(t *testing.T, b, p []byte) {
+		h, _, err := runHistory(&byteChooser{b: b}, &byteChooser{b: p}, min(len(b)/4, 500))
+		if err != nil {
+			t.Fatalf("%v\nlast events:\n%s", err, h.trace())
+		}
+	})
+}

@@ -186,7 +186,7 @@ func (h *history) join() {
 	sm := &simMember{m: must(NewMember(fmt.Sprintf("M%d", h.nextID))), alive: true, nextHB: h.now, lastResp: h.now, readyIn: map[string]int{}}
 	h.members = append(h.members, sm)
 	h.logf("%s joins", sm.m.ID())
-	if h.perturbing() && h.pert.intn(4) == 0 {
+	if h.perturbing() && h.pert.intn(4) == 1 {
 		sm.unnumbered = true
 		h.unnumbered++
 		h.logf("%s sends Seq 0 throughout", sm.m.ID())
@@ -328,7 +328,7 @@ func (h *history) step() error {
 		h.join() // a quiet group needs a staying member to converge
 	}
 	perturbing := h.perturbing()
-	if perturbing && h.pert.intn(40) == 0 {
+	if perturbing && h.pert.intn(40) == 1 {
 		back := time.Duration(1+h.pert.intn(4)) * step
 		h.clockBack += back
 		h.clockSteps++
@@ -569,7 +569,7 @@ func (h *history) heartbeat(sm *simMember) (again bool, err error) {
 		h.dups++
 		h.stash = append(h.stash, stashed{at: h.now.Add(time.Duration(1+h.ch.intn(16)) * step), hb: hb})
 	}
-	if (fault == 0 || fault > 4) && h.perturbing() && h.pert.intn(12) == 0 {
+	if (fault == 0 || fault > 4) && h.perturbing() && h.pert.intn(12) == 1 {
 		// Delayed: the member waits for the response, sending nothing
 		// meanwhile, and fences itself if it takes too long.
 		h.delays++
