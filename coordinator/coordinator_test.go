@@ -682,8 +682,8 @@ func TestStandbyOfLearnedTaskMovesWarm(t *testing.T) {
 		now = now.Add(time.Second)
 		for _, m := range ms {
 			hb := m.Heartbeat()
-			for _, task := range hb.Learning {
-				if ready {
+			if ready {
+				for _, task := range hb.Learning {
 					m.Restored(task)
 				}
 			}
