@@ -107,6 +107,11 @@ func must(m *Member, err error) *Member {
 // with the coordinator's words, and accept what it accepts up to the bounds.
 func TestMemberRefusesWhatHeartbeatRefuses(t *testing.T) {
 	long := strings.Repeat("a", learner.MaxIDLen)
+	// One past MaxCapacity, computed at run time: where int has 32 bits no
+	// int is past it, and the sum wraps to the most negative int, refused
+	// all the same.
+	overCapacity := learner.MaxCapacity
+	overCapacity++
 	tests := []struct {
 		name       string
 		id, old    string // old: RestartOf's; "" for NewMember
@@ -125,7 +130,7 @@ func TestMemberRefusesWhatHeartbeatRefuses(t *testing.T) {
 		{name: "restart of an over-long ID", id: "S1.2", old: long + "a", refused: true},
 		{name: "restart of itself", id: "S1", old: "S1", refused: true},
 		{name: "negative capacity", id: "S1", capacity: -1, refused: true, byCapacity: true},
-		{name: "capacity over the bound", id: "S1", capacity: learner.MaxCapacity + 1, refused: true, byCapacity: true},
+		{name: "capacity over the bound", id: "S1", capacity: overCapacity, refused: true, byCapacity: true},
 		{name: "over-long rack", id: "S1", rack: long + "a", refused: true, byCapacity: true},
 		{name: "malformed rack", id: "S1", rack: "rack/1", refused: true, byCapacity: true},
 	}
