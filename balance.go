@@ -99,12 +99,14 @@ const (
 	copyOnDisk
 )
 
-// compare orders copies warmest first: the smallest reported lag (none
-// reported counts as the largest), then by kind. Every choice of where a
-// task's state is warmest goes through it: ownerless tasks (rule 5),
-// learners of a leaving member's tasks (rule 6), balancing (rule 8).
-func (w warmth) compare(o warmth) int {
-	if c := w.lag.compare(o.lag); c != 0 {
+// compare orders copies warmest first, given Options.AcceptableLag: the
+// smallest reported lag, a copy reporting none ranking as one at
+// acceptable, after those (reportedLag.rank: caught up at its word, as
+// rule 13 counts it), then by kind. Every choice of where a task's state
+// is warmest goes through it: ownerless tasks (rule 5), learners of a
+// leaving member's tasks (rule 6), balancing (rule 8).
+func (w warmth) compare(o warmth, acceptable int64) int {
+	if c := w.lag.compare(o.lag, acceptable); c != 0 {
 		return c
 	}
 	return int(w.kind) - int(o.kind)
@@ -121,7 +123,7 @@ func (g *group) warmthAt(i int32) warmth {
 // warmBetter reports whether warm-index entry i beats entry j of the same
 // task: warmer, then the lighter member.
 func (g *group) warmBetter(i, j int32) bool {
-	if c := g.warmthAt(i).compare(g.warmthAt(j)); c != 0 {
+	if c := g.warmthAt(i).compare(g.warmthAt(j), g.opts.AcceptableLag); c != 0 {
 		return c < 0
 	}
 	return g.lighter(g.warm.items[i], g.warm.items[j])
@@ -178,7 +180,7 @@ func (g *group) placeOrphans() {
 // It moves l's planned load to the new owner.
 func (g *group) orphanOwner(t, l int32) int32 {
 	i := g.warmestEntry(t)
-	if i == none || g.warmthAt(i).compare(warmth{g.learnerKey(t).lag(), copyLearner}) >= 0 {
+	if i == none || g.warmthAt(i).compare(warmth{g.learnerKey(t).lag(), copyLearner}, g.opts.AcceptableLag) >= 0 {
 		return l
 	}
 	m := g.warm.items[i]
@@ -247,10 +249,11 @@ type balancePlan struct {
 
 // balance moves tasks from heavy to light staying members until no move
 // lowers the imbalance (rule 7). A donor gives, in order: a task the
-// receiver has local state for, smallest reported lag first, then standbys
-// (rule 8); a stateless task (it moves for free); its first task in
-// topology order; last, a stateful task it was given this round, which it
-// now runs (takePlaced), at once to a receiver that reported it ready.
+// receiver has local state for, warmest lag first (reportedLag.compare),
+// then standbys (rule 8); a stateless task (it moves for free); its first
+// task in topology order; last, a stateful task it was given this round,
+// which it now runs (takePlaced), at once to a receiver that reported it
+// ready.
 // Learners, and tasks that already move this round, never move again: no
 // half-way bounce.
 func (g *group) balance() {

@@ -113,18 +113,29 @@ func TestAcceptableLagMaxInt64NeedsAReportedLag(t *testing.T) {
 		learner.FormatAssignments(out), "a learner with lag MaxInt64 <= AcceptableLag is ready")
 }
 
-// A reported lag, however large, ranks a learner before one that reported
-// none: "none" is not the largest lag.
-func TestReportedLagBeatsNoLag(t *testing.T) {
+// A lag not reported is a flag, not a value: it ranks as AcceptableLag, after
+// a reported lag of AcceptableLag and before any larger one (rule 5): among
+// competing learners (not ready: AcceptableLag 0 readies none by lag), one
+// reporting none loses to one reporting 0 and beats one reporting 1 or
+// MaxInt64. (Before, "none" ranked after every reported lag, MaxInt64
+// included.)
+func TestNoLagRanksAtAcceptableLag(t *testing.T) {
 	a, err := learner.New([]learner.Task{{ID: "T1", Stateful: true}}, learner.Options{})
 	require.NoError(t, err)
-	out, err := a.Assign([]learner.MemberMetadata{
-		{ID: "S1", Assigned: []string{"T1"}},
-		{ID: "S2", Learning: []string{"T1"}},
-		{ID: "S3", Learning: []string{"T1"}, Lag: []learner.TaskLag{{Task: "T1", Lag: math.MaxInt64}}},
-	})
-	require.NoError(t, err)
-	assert.Contains(t, learner.FormatAssignments(out), "S3(assigned: [], revoked: [], learning: [T1])", "the learner that reported a lag keeps learning")
+	for _, c := range []struct {
+		lag  int64
+		want string // who keeps learning T1
+	}{{0, "S3"}, {1, "S2"}, {math.MaxInt64, "S2"}} {
+		out, err := a.Assign([]learner.MemberMetadata{
+			{ID: "S1", Assigned: []string{"T1"}},
+			{ID: "S2", Learning: []string{"T1"}},
+			{ID: "S3", Learning: []string{"T1"}, Lag: []learner.TaskLag{{Task: "T1", Lag: c.lag}}},
+		})
+		require.NoError(t, err)
+		got := learner.FormatAssignments(out)
+		assert.Contains(t, got, c.want+"(assigned: [], revoked: [], learning: [T1])",
+			"Assign(S2 learning T1 with no lag, S3 with lag %d) = %s, want %s learning T1", c.lag, got, c.want)
+	}
 }
 
 // extremeSpec draws groups with every number at the edges of its range.

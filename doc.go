@@ -35,8 +35,9 @@
 //  4. A learner that is not ready waits: its task stays with (or returns to)
 //     the owner, tagged learned again.
 //  5. Ownerless tasks get an owner at once: the member with the warmest copy
-//     (smallest reported lag; on ties a member learning it, then a
-//     standby), else the least loaded. A learner outrun by a warmer copy is
+//     (smallest reported lag, no lag ranking as AcceptableLag, caught up as
+//     rule 13 counts it; on ties a member learning it, then a standby),
+//     else the least loaded. A learner outrun by a warmer copy is
 //     dropped.
 //  6. Leaving members get nothing new; each of their tasks gets a learner on
 //     a staying member, and a leaving member with no task left shuts down.

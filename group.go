@@ -1,7 +1,5 @@
 package learner
 
-import "cmp"
-
 // group is the working state of one Assign call: the members' reports read
 // into dense integers, members by rank (their position in natural ID order)
 // and tasks by index. Per-member slices are indexed by rank, per-task slices
@@ -23,7 +21,7 @@ type group struct {
 	nRacks   int
 	load     []int32 // planned active tasks: owned and not learned away, plus learning
 	held     csr     // tasks reported in Assigned or Revoked, sorted
-	warmBy   csr     // per member: tasks it has local state for (standby, lag, or a claim that lost: warmLosers), smallest lag first
+	warmBy   csr     // per member: tasks it has local state for (standby, lag, or a claim that lost: warmLosers), warmest lag first (reportedLag.compare)
 	readyBy  csr     // per member: its learner tasks ready by Options.LearnerReady's rule; nil start when nobody learns
 	unknown  map[int32][]string
 	// contested is set when two members reported holding one task (in
@@ -133,16 +131,56 @@ type reportedLag struct {
 	reported bool
 }
 
-// compare orders lags for choosing a member by: a reported lag before none,
-// then the smaller.
-func (l reportedLag) compare(o reportedLag) int {
+// rank returns the number of records l ranks by when copies are compared:
+// the lag reported, or, with none reported, acceptable
+// (Options.AcceptableLag). A standby that reports no lag is taken at its
+// word as caught up (rule 13 keeps it as a warm copy), so it must rank
+// with the caught-up copies, before every copy reporting a lag beyond
+// acceptable: ranked after every reported lag, an orphan would go to a
+// copy rule 13 counts behind while one it counts caught up is at hand
+// (rule 5). It ranks after the copies reporting a lag within acceptable
+// (compare): a lag is absent where it is not known, because the
+// application reports none (SetLag is optional) or not yet (the state
+// runtime reports a new copy's lag once it has listed its changelog's
+// end), and a measured lag is better evidence than a member's word. The
+// rank is the same for every kind of copy: a not-ready learner that
+// reports no lag ranks there too, before a standby of equal rank (the
+// design's learner first), which the coordinator relies on where it cannot
+// tell Assign that a standby has not started (AcceptableLag MaxInt64).
+// Ranking and caughtUp read lags through this one function.
+func (l reportedLag) rank(acceptable int64) int64 {
+	if l.reported {
+		return l.records
+	}
+	return acceptable
+}
+
+// caughtUp reports whether l counts as caught up: its rank within
+// acceptable, that is, a lag within it or none reported.
+func (l reportedLag) caughtUp(acceptable int64) bool { return l.rank(acceptable) <= acceptable }
+
+// compare orders lags for choosing a member by, warmest first: the smaller
+// rank, then a reported lag before none (see rank). Two reported lags, or
+// two absent ones (every lag in a group that reports none), compare by
+// records alone: the common cases skip rank, and compare stays inlined.
+func (l reportedLag) compare(o reportedLag, acceptable int64) int {
+	a, b := l.records, o.records // both 0 when absent
 	if l.reported != o.reported {
-		if l.reported {
-			return -1
+		a, b = l.rank(acceptable), o.rank(acceptable)
+		if a == b {
+			if l.reported {
+				return -1
+			}
+			return 1
 		}
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
 		return 1
 	}
-	return cmp.Compare(l.records, o.records)
+	return 0
 }
 
 // within reports whether l is a reported lag of at most limit.

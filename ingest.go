@@ -490,7 +490,7 @@ func (rd *reader) read(r int32) error {
 	for _, t := range rd.standby {
 		rd.addWarm(t, lagOf(lags, t), true)
 	}
-	// This member's warm entries, smallest lag first, then topology order.
+	// This member's warm entries, warmest lag first, then topology order.
 	// Reports usually list tasks in topology order and no lags, so the
 	// entries usually arrive sorted: checking costs one comparison per
 	// entry, sorting several. Without lags they are its standbys, in
@@ -549,7 +549,7 @@ func (rd *reader) sortWarm(from int) {
 	to := len(rd.warmBy.items)
 	sorted := true
 	for i := from + 1; i < to && sorted; i++ {
-		sorted = compareWarm(rd.warmEntryAt(i-1), rd.warmEntryAt(i)) <= 0
+		sorted = rd.compareWarm(rd.warmEntryAt(i-1), rd.warmEntryAt(i)) <= 0
 	}
 	if sorted {
 		return
@@ -558,7 +558,7 @@ func (rd *reader) sortWarm(from int) {
 	for i := from; i < to; i++ {
 		es = append(es, rd.warmEntryAt(i))
 	}
-	slices.SortFunc(es, compareWarm)
+	slices.SortFunc(es, rd.compareWarm)
 	for i, e := range es {
 		rd.warmBy.items[from+i], rd.warmSb[from+i] = e.task, e.standby
 		if rd.warmLag != nil {
@@ -567,10 +567,10 @@ func (rd *reader) sortWarm(from int) {
 	}
 }
 
-// compareWarm orders one member's warm entries: smallest lag first, then
-// topology order.
-func compareWarm(x, y warmEntry) int {
-	if c := x.lag.compare(y.lag); c != 0 {
+// compareWarm orders one member's warm entries: warmest lag first
+// (reportedLag.compare), then topology order.
+func (rd *reader) compareWarm(x, y warmEntry) int {
+	if c := x.lag.compare(y.lag, rd.opts.AcceptableLag); c != 0 {
 		return c
 	}
 	return cmp.Compare(x.task, y.task)
@@ -1026,7 +1026,7 @@ func (rd *reader) warmLosers() {
 		for i := from; i < to; i++ {
 			es = append(es, rd.warmEntryAt(int(i)))
 		}
-		slices.SortFunc(es, compareWarm)
+		slices.SortFunc(es, rd.compareWarm)
 		by.items, sb = slices.Grow(by.items, len(es)), slices.Grow(sb, len(es))
 		if lag != nil {
 			lag = slices.Grow(lag, len(es))

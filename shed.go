@@ -654,7 +654,7 @@ func (s *shedder) putSegmentCounts(m int32) {
 // take takes the task h should give to l out of h's lists and returns it
 // with its subtopology, or none if h has nothing it may give (everything it
 // runs is pinned, or the learner budget is spent and only stateful tasks
-// are left). In order: a task l has local state for (smallest lag first,
+// are left). In order: a task l has local state for (warmest lag first,
 // rule 8), a stateless task, a stateful task; within a kind, from the
 // subtopology where h holds the most more than l (spread on), or h's first
 // in topology order. The caller moves it.

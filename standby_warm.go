@@ -18,11 +18,12 @@ import "slices"
 // Standbys, a standby moved), so a stable group pays one scan of the
 // reports and nothing per task.
 
-// caughtUp reports whether a reported lag counts as caught up: within
-// Options.AcceptableLag, or not reported at all (a member that reports no
-// lags is taken at its word).
+// caughtUp reports whether a reported lag counts as caught up (rule 13):
+// within Options.AcceptableLag, or not reported at all (a member that
+// reports no lag is taken at its word). reportedLag.rank holds the rule,
+// which ranking copies by warmth shares.
 func (g *group) caughtUp(lag reportedLag) bool {
-	return !lag.reported || lag.records <= g.opts.AcceptableLag
+	return lag.caughtUp(g.opts.AcceptableLag)
 }
 
 // markDirty records that placement may drop a caught-up copy of t.

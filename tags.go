@@ -6,16 +6,17 @@ package learner
 // read; nothing here looks at the reports themselves.
 
 // better reports whether a learner with key k beats one with key o: staying
-// first, then ready, then the smallest lag. Members are offered in rank
-// order, so the first-ranked member wins remaining ties.
-func (k learnerKey) better(o learnerKey) bool {
+// first, then ready, then the warmer lag (reportedLag.compare, given
+// Options.AcceptableLag). Members are offered in rank order, so the
+// first-ranked member wins remaining ties.
+func (k learnerKey) better(o learnerKey, acceptable int64) bool {
 	if k.staying != o.staying {
 		return k.staying
 	}
 	if k.ready != o.ready {
 		return k.ready
 	}
-	return k.lag().compare(o.lag()) < 0
+	return k.lag().compare(o.lag(), acceptable) < 0
 }
 
 // offerLearner records member rank as a learner of task t if it beats the
@@ -25,7 +26,7 @@ func (g *group) offerLearner(t, rank int32, k learnerKey) {
 	case g.learner[t] == none:
 		g.learner[t], g.keyAt[t] = rank, int32(len(g.learnerKeys))
 		g.learnerKeys = append(g.learnerKeys, k)
-	case k.better(g.learnerKeys[g.keyAt[t]]):
+	case k.better(g.learnerKeys[g.keyAt[t]], g.opts.AcceptableLag):
 		g.learner[t], g.learnerKeys[g.keyAt[t]] = rank, k
 	}
 }

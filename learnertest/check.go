@@ -603,18 +603,20 @@ func (c *checker) orphanRules(t, owner int) {
 }
 
 // copyKey orders member m's copy of task t by the documented rule, warmest
-// first: the smallest reported lag (a ready learner counts as lag 0; no
-// report ranks after every reported lag), then a learner, then a standby,
-// then state left on disk. The first element is 1 when no lag is reported.
+// first: the smallest reported lag (a ready learner counts as lag 0), a copy
+// that reports no lag ranking as one at AcceptableLag, after those that
+// report it (rule 13 counts it caught up: it ranks before every copy
+// reporting a larger lag); then a learner, then a standby, then state left
+// on disk. The second element is 1 when no lag is reported.
 func (v *inputView) copyKey(t, m int) [3]int64 {
 	learning := slices.Contains(v.learners[t], m)
 	lag, ok := v.lag[m][t]
 	if learning && v.ready[m][t] {
 		lag, ok = 0, true
 	}
-	key := [3]int64{0, lag, 2}
+	key := [3]int64{lag, 0, 2}
 	if !ok {
-		key[0], key[1] = 1, 0
+		key[0], key[1] = v.opts.AcceptableLag, 1
 	}
 	switch {
 	case learning:

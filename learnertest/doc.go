@@ -30,8 +30,9 @@
 //	              member keeps no stateless task and every stateful task it
 //	              keeps has a learner; a new learner of its task is the
 //	              member with the most of the task's state, if any has some
-//	              (smallest reported lag, then a standby, then other state:
-//	              a lag reported, or a claim to the task that lost)
+//	              (smallest reported lag, ranked as for rule orphan, then a
+//	              standby, then other state: a lag reported, or a claim to
+//	              the task that lost)
 //	keep-learner  a not-ready learner of a staying member is kept, or its
 //	              task is now active there (unless the task had no owner:
 //	              rule orphan decides)
@@ -50,9 +51,11 @@
 //	              Assigned
 //	orphan        a stateful task nobody held goes to its warmest eligible
 //	              copy, if any member has one: the smallest reported lag
-//	              (a ready learner counts as 0, no report as the largest),
-//	              then a learner, then a standby; so its learner takes it
-//	              unless another member reports a smaller lag. A stateless
+//	              (a ready learner counts as 0; no report ranks as
+//	              AcceptableLag, after a reported AcceptableLag: caught up,
+//	              as warm-copies counts a standby), then a learner, then a
+//	              standby; so its learner takes it unless another member
+//	              reports a smaller lag. A stateless
 //	              one goes to an eligible learner of it if any, else the
 //	              same way
 //	standby       each stateful task has min(Standbys, eligible) standbys,
