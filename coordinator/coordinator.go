@@ -708,24 +708,17 @@ func (c *Coordinator) recompute() error {
 	// caught up when their members report them running or kept as
 	// standbys with no lag (warmth), and must still rank before it: else,
 	// if the task's owner went, it would go to the unstarted copy, cold,
-	// with a caught-up one at hand. (A learner reporting no lag is not
-	// caught up: it would say Ready.) Such a learner must rank before the
-	// unstarted copy too, as it does at equal lags (rule 5: a member
-	// learning the task before a standby), not after it, as a lag not
-	// reported would: it has replayed some of the state, the unstarted
-	// copy none.
+	// with a caught-up one at hand. Told of with lag 0 they do, and before
+	// a learner reporting no lag too (it is not caught up: it would say
+	// Ready). Such a learner needs nothing: a lag not reported ranks as
+	// Options.AcceptableLag (rule 5), before the unstarted copy's largest
+	// lag, as a member that has replayed some of the state should.
 	if unstarted != nil {
 		for i, m := range c.members {
 			for _, t := range m.tgtStandby {
 				_, ok := lagOf(m, t)
 				if unstarted[t] && !ok && (m.repStandby.has(t) || m.repActive.has(t)) {
 					mds[i].Lag = append(mds[i].Lag, learner.IndexedLag{Task: t})
-				}
-			}
-			for _, t := range m.tgtLearning {
-				_, ok := lagOf(m, t)
-				if unstarted[t] && !ok && !m.ready.has(t) {
-					mds[i].Lag = append(mds[i].Lag, learner.IndexedLag{Task: t, Lag: math.MaxInt64})
 				}
 			}
 		}
@@ -760,7 +753,8 @@ func (c *Coordinator) recompute() error {
 // counts caught up whatever lag it is told of, and a learner told of one
 // would count ready and be promoted. Then the unstarted standby of a task
 // some member learns goes to Assign with no lag, ranking after the learner,
-// and its learners with none.
+// which reports none either (rule 5: a learner before a standby at equal
+// lags).
 func (c *Coordinator) lagRanks() bool { return c.cfg.Options.AcceptableLag < math.MaxInt64 }
 
 // learnt returns, by interned task, whether some member learns it in the
