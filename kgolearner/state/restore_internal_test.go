@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -569,5 +570,45 @@ func TestResetLostChecksChangelogID(t *testing.T) {
 				require.False(t, c.recreated, "Run did not fail")
 			}
 		})
+	}
+}
+
+// TestNewCopyReportsLargestLag: a learner or standby that starts reports
+// the largest lag at the member's next join, until the lag loop has
+// measured it: with none, Assign would count a standby caught up at kgo's
+// follow-up rebalance, before its replay began, and release the copy it
+// replaces. A copy already restoring keeps its measured lag when its role
+// changes (a standby turned learner); Cooperative reports no lags.
+func TestNewCopyReportsLargestLag(t *testing.T) {
+	for _, cooperative := range []bool{false, true} {
+		r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil }, Cooperative: cooperative,
+			Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}}})
+		require.NoError(t, err)
+		a, err := learner.New(r.topo.Tasks(), learner.Options{})
+		require.NoError(t, err)
+		codec := wire.NewCodec(a)
+		joinLags := func() map[string]int64 {
+			var meta kmsg.ConsumerMemberMetadata
+			require.NoError(t, meta.ReadFrom(r.topo.JoinGroupMetadata(nil, nil, 1)))
+			m, err := codec.DecodeMember(meta.UserData)
+			require.NoError(t, err)
+			lags := map[string]int64{}
+			for _, l := range m.Lag {
+				lags[l.Task] = l.Lag
+			}
+			return lags
+		}
+
+		r.setRole("0_0", roleStandby)
+		r.setRole("0_1", roleLearner)
+		if cooperative { // its balancer is kgo's: the learner's metadata is not sent
+			assert.Empty(t, joinLags(), "lags Cooperative's balancer keeps")
+			continue
+		}
+		assert.Equal(t, map[string]int64{"0_0": math.MaxInt64, "0_1": math.MaxInt64}, joinLags(), "lags at the join after two copies started")
+
+		require.NoError(t, r.topo.SetLag("0_0", 7)) // the lag loop's listing
+		r.setRole("0_0", roleLearner)
+		assert.Equal(t, int64(7), joinLags()["0_0"], "lag of a standby turned learner, measured before")
 	}
 }
