@@ -140,9 +140,10 @@ type reportedLag struct {
 // copy rule 13 counts behind while one it counts caught up is at hand
 // (rule 5). It ranks after the copies reporting a lag within acceptable
 // (compare): a lag is absent where it is not known, because the
-// application reports none (SetLag is optional) or not yet (the state
-// runtime reports a new copy's lag once it has listed its changelog's
-// end), and a measured lag is better evidence than a member's word. The
+// application reports none (SetLag is optional) or has not measured it
+// yet (the state runtime and the coordinator report a copy not yet
+// measured with the largest lag instead), and a measured lag is better
+// evidence than a member's word. The
 // rank is the same for every kind of copy: a not-ready learner that
 // reports no lag ranks there too, before a standby of equal rank (the
 // design's learner first), which the coordinator relies on where it cannot

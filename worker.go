@@ -326,7 +326,10 @@ func (w *Worker) readyNews() bool {
 // task (a learner, a standby, or state left on disk, for example after a
 // restart with a new ID). It is reported at the next join so the leader can
 // prefer warm members. A negative lag forgets the task's lag. Lags of tasks
-// the worker runs active are dropped when it applies an assignment. A
+// the worker runs active are dropped when it applies an assignment. A copy
+// reported with no lag counts as caught up (docs/rules.md, rules 5 and 13):
+// an application that reports lags should report a copy it has started but
+// not yet measured with math.MaxInt64, not leave it without one. A
 // malformed task ID (see ValidID) is an error wrapping ErrInvalidMember
 // and records nothing: the leader would refuse the report, and with it the
 // whole group's rebalance.
