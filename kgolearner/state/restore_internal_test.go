@@ -612,3 +612,48 @@ func TestNewCopyReportsLargestLag(t *testing.T) {
 		assert.Equal(t, int64(7), joinLags()["0_0"], "lag of a standby turned learner, measured before")
 	}
 }
+
+// TestMeasuredCopyKeepsItsLag: a learner or standby starting on a store
+// the member already reports correctly keeps that report: the lag the lag
+// loop listed for a store with no role (it lists every open store that is
+// not running), or none for a store that ran active until now (the old
+// owner's copy a promotion keeps as a standby, rule 13: reported as the
+// largest lag, a follow-up rebalance before the next listing would count it
+// behind and could release it while the new standby replays). A store
+// that became active here and was stopped before any listing has no lag
+// the loop measured, and reports the largest.
+func TestMeasuredCopyKeepsItsLag(t *testing.T) {
+	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 3, Stateful: true}}})
+	require.NoError(t, err)
+	a, err := learner.New(r.topo.Tasks(), learner.Options{})
+	require.NoError(t, err)
+	codec := wire.NewCodec(a)
+	joinLags := func() map[string]int64 {
+		var meta kmsg.ConsumerMemberMetadata
+		require.NoError(t, meta.ReadFrom(r.topo.JoinGroupMetadata(nil, nil, 1)))
+		m, err := codec.DecodeMember(meta.UserData)
+		require.NoError(t, err)
+		lags := map[string]int64{}
+		for _, l := range m.Lag {
+			lags[l.Task] = l.Lag
+		}
+		return lags
+	}
+	for _, id := range []string{"0_0", "0_1", "0_2"} {
+		require.NoError(t, r.open(r.tasks[id]))
+	}
+	// 0_0: state left on disk, listed by the lag loop.
+	r.tasks["0_0"].end, r.tasks["0_0"].endAt = 7, time.Now()
+	require.NoError(t, r.topo.SetLag("0_0", 7))
+	// 0_1: ran active (it was listed after it became active), then stopped.
+	activated := time.Now()
+	r.tasks["0_1"].activatedAt, r.tasks["0_1"].endAt = activated, activated.Add(time.Millisecond)
+	// 0_2: became active, stopped before the lag loop listed it.
+	r.tasks["0_2"].activatedAt = activated
+
+	r.setRole("0_0", roleLearner)
+	r.setRole("0_1", roleStandby)
+	r.setRole("0_2", roleStandby)
+	assert.Equal(t, map[string]int64{"0_0": 7, "0_2": math.MaxInt64}, joinLags(), "lags at the join after the roles started")
+}

@@ -30,8 +30,8 @@
 // fetching is paused meanwhile. A learner or standby replays the changelog
 // with a direct-assignment consumer of its own; the runtime reports its lag
 // (changelog end offset minus restored offset) with every join, the
-// largest lag until it has listed the changelog's end for the new role (so
-// that the leader never takes a copy not yet measured for caught up), and
+// largest lag for a copy whose store it has not listed yet (so that the
+// leader never takes a copy not yet measured for caught up), and
 // calls Ready for a learner whose lag is at most Options.AcceptableLag. A
 // standby that becomes a learner, and a learner that becomes active, keep
 // their store and replay only what they miss. A task whose learner or
@@ -823,7 +823,11 @@ func (r *Runtime) setRole(id string, ro role) {
 	if t == nil || !t.stateful {
 		return
 	}
+	var unmeasured bool
 	if ro != roleNone {
+		r.mu.Lock()
+		unmeasured = !t.opened
+		r.mu.Unlock()
 		if err := r.open(t); err != nil {
 			r.fail(err)
 			return
@@ -832,17 +836,20 @@ func (r *Runtime) setRole(id string, ro role) {
 	r.mu.Lock()
 	switch {
 	case ro != roleNone:
-		if !t.restoring() && !r.cfg.Cooperative {
-			// A copy whose lag the lag loop has not measured yet, or not
-			// since the role it had last: reported without one, or with
-			// the last one listed while it had no role, Assign would take
-			// it as caught up (rule 13: a standby reporting no lag) and
-			// release the copy it replaces, or rank it before a measured
-			// copy behind it (rule 5), at a join before the first listing
-			// (kgo's follow-up rebalance comes at once). It reports the
-			// largest lag until then: not caught up. A copy already
-			// restoring (a standby turned learner) keeps its measured
-			// lag. The balancer calls the hooks with its lock released.
+		if (unmeasured || t.activatedUnlisted()) && !r.cfg.Cooperative {
+			// A copy whose lag the lag loop has not listed: a store opened
+			// just now, or one that became active here and has not been
+			// listed since (it never ran). Reported without a lag, Assign
+			// would take it as caught up (rule 13: a standby reporting no
+			// lag) and release the copy it replaces, or rank it before a
+			// measured copy behind it (rule 5), at a join before the first
+			// listing (kgo's follow-up rebalance comes at once). It reports
+			// the largest lag until then: not caught up. Any other store
+			// keeps what the member reports for it: the lag the loop listed
+			// (it lists every open store that is not running, with a role
+			// or without), or none for a store that ran active until now,
+			// whose state is current. The balancer calls the hooks with
+			// its lock released.
 			_ = r.topo.SetLag(id, math.MaxInt64) // cannot fail: the topology's task IDs are valid
 		}
 		t.role, t.ready = ro, false

@@ -65,6 +65,12 @@ func (t *task) restoring() bool {
 	return t.stateful && t.opened && (t.role == roleLearner || t.role == roleStandby || (t.role == roleActive && !t.running))
 }
 
+// activatedUnlisted reports whether the task became active and the lag loop
+// has not listed its changelog's end since (it lists a task that is not
+// running; a task runs once restored up to an end listed after it became
+// active, so such a task never ran). Guarded by Runtime.mu.
+func (t *task) activatedUnlisted() bool { return t.endAt.Before(t.activatedAt) }
+
 // checkpoint returns the checkpoint of a store that reaches changelog and
 // input, in the changelog topic the task writes and restores.
 func (t *task) checkpoint(changelog int64, input map[string]int64) Checkpoint {
