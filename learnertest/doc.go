@@ -54,8 +54,8 @@
 //	              (a ready learner counts as 0; no report ranks as
 //	              AcceptableLag, after a reported AcceptableLag: caught up,
 //	              as warm-copies counts a standby), then a learner, then a
-//	              standby; so its learner takes it unless another member
-//	              reports a smaller lag. A stateless
+//	              standby; so its learner takes it unless another
+//	              member's copy ranks warmer. A stateless
 //	              one goes to an eligible learner of it if any, else the
 //	              same way
 //	standby       each stateful task has min(Standbys, eligible) standbys,
