@@ -21,8 +21,9 @@ import (
 //	LEARNER_SEED=123 go test -run History       # replay a printed seed
 
 // TestHistoryChaosAndConvergence runs 300-rebalance histories (half of them
-// with capacities, racks and lag-based readiness); invariants are checked at
-// every rebalance and every quiet spell must converge within its bound.
+// with capacities, racks and lag-based readiness; across both halves, half
+// with only some members reporting lags, MixedLags); invariants are checked
+// at every rebalance and every quiet spell must converge within its bound.
 func TestHistoryChaosAndConvergence(t *testing.T) {
 	seed := baseSeed(t)
 	n := runs(200, 5000)
@@ -32,7 +33,8 @@ func TestHistoryChaosAndConvergence(t *testing.T) {
 	for i := range n {
 		s, err := learnertest.NewHistory(rand.New(rand.NewPCG(seed+uint64(i), 3)), i%2 == 1)
 		require.NoError(t, err)
-		require.NoError(t, s.Run(300, stats), "history %d (LEARNER_SEED=%d, k=%d)", i, seed, s.K)
+		s.MixedLags = i/2%2 == 1
+		require.NoError(t, s.Run(300, stats), "history %d (LEARNER_SEED=%d, k=%d, mixed lags %t)", i, seed, s.K, s.MixedLags)
 		rounds += s.Rebalances()
 	}
 	t.Logf("%d rebalances; most rebalances to the fixed point without a learner budget (clean start; after chaos):", rounds)

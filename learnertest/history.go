@@ -25,8 +25,9 @@ type historyMember struct {
 
 // report is what the member sends when it joins: it revokes the tasks its
 // last assignment tagged learned and reports learners whose replay is done
-// as ready (and, under AcceptableLag, every learner's remaining lag).
-func (m *historyMember) report(opts learner.Options) learner.MemberMetadata {
+// as ready (and, with lags, every learner's remaining lag and its
+// standbys' lag).
+func (m *historyMember) report(opts learner.Options, lags bool) learner.MemberMetadata {
 	md := learner.MemberMetadata{ID: m.id, Leaving: m.leaving, Capacity: m.capacity, Rack: m.rack, Standby: slices.Clone(m.standby)}
 	for _, t := range m.assigned {
 		if m.learned[t] {
@@ -41,13 +42,15 @@ func (m *historyMember) report(opts learner.Options) learner.MemberMetadata {
 		if left <= 0 {
 			md.Ready = append(md.Ready, t)
 		}
-		if opts.AcceptableLag > 0 {
+		if lags {
 			md.Lag = append(md.Lag, learner.TaskLag{Task: t, Lag: int64(max(left, 0)) * 60})
 		}
 	}
-	if opts.AcceptableLag > 0 {
+	if lags {
+		// A standby keeps up: within AcceptableLag, as rule 13 needs
+		// before it releases the copy a new standby replaces.
 		for _, t := range m.standby {
-			md.Lag = append(md.Lag, learner.TaskLag{Task: t, Lag: 10})
+			md.Lag = append(md.Lag, learner.TaskLag{Task: t, Lag: min(10, opts.AcceptableLag)})
 		}
 	}
 	return md
@@ -112,6 +115,13 @@ type History struct {
 	Spread bool
 	// Grow makes every membership change a join.
 	Grow bool
+	// MixedLags makes only the members with an odd number (S1, S3, ...)
+	// report lags, whatever AcceptableLag, and the others none, as members
+	// whose application does not call SetLag would (a rolling upgrade):
+	// the rules that rank copies then compare reported lags with absent
+	// ones. Without it every member reports lags under AcceptableLag, and
+	// none without.
+	MixedLags bool
 
 	r       *rand.Rand
 	members []*historyMember
@@ -187,7 +197,7 @@ func (s *History) rebalance() ([]learner.MemberMetadata, []learner.Assignment) {
 		for t := range m.learning {
 			m.learning[t]--
 		}
-		in[i] = m.report(s.Options)
+		in[i] = m.report(s.Options, s.reportsLags(m))
 	}
 	s.r.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] }) // whoever leads
 	out, vs := CheckAssign(s.Tasks, s.Options, s.Assign, in, s.r)
@@ -222,6 +232,15 @@ func (s *History) rebalance() ([]learner.MemberMetadata, []learner.Assignment) {
 	}
 	s.members = kept
 	return in, out
+}
+
+// reportsLags reports whether m reports lags (see MixedLags).
+func (s *History) reportsLags(m *historyMember) bool {
+	if !s.MixedLags {
+		return s.Options.AcceptableLag > 0
+	}
+	n, _ := strconv.Atoi(m.id[1:]) // join names members S1, S2, ...
+	return n%2 == 1
 }
 
 func (s *History) logf(format string, args ...any) {
