@@ -69,7 +69,12 @@ type Config struct {
 	// (ChangelogTopic).
 	Group string
 	// Subtopologies, Options and Policy are kgolearner's; every stateful
-	// subtopology gets one store per task and one changelog topic.
+	// subtopology gets one store per task and one changelog topic. A
+	// learner calls Ready, and a standby counts as caught up, once a lag
+	// listing finds it within Options.AcceptableLag: at 0, only a listing
+	// that finds it at the changelog's very end, which a busy changelog may
+	// never allow; set it to about the records a task writes to its
+	// changelog in a second or more (Kafka Streams' default is 10,000).
 	Subtopologies []kgolearner.Subtopology
 	Options       learner.Options
 	Policy        learner.RejoinPolicy
