@@ -584,20 +584,7 @@ func TestNewCopyReportsLargestLag(t *testing.T) {
 		r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil }, Cooperative: cooperative,
 			Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}}})
 		require.NoError(t, err)
-		a, err := learner.New(r.topo.Tasks(), learner.Options{})
-		require.NoError(t, err)
-		codec := wire.NewCodec(a)
-		joinLags := func() map[string]int64 {
-			var meta kmsg.ConsumerMemberMetadata
-			require.NoError(t, meta.ReadFrom(r.topo.JoinGroupMetadata(nil, nil, 1)))
-			m, err := codec.DecodeMember(meta.UserData)
-			require.NoError(t, err)
-			lags := map[string]int64{}
-			for _, l := range m.Lag {
-				lags[l.Task] = l.Lag
-			}
-			return lags
-		}
+		joinLags := joinLagsOf(t, r)
 
 		r.setRole("0_0", roleStandby)
 		r.setRole("0_1", roleLearner)
@@ -610,6 +597,25 @@ func TestNewCopyReportsLargestLag(t *testing.T) {
 		require.NoError(t, r.topo.SetLag("0_0", 7)) // the lag loop's listing
 		r.setRole("0_0", roleLearner)
 		assert.Equal(t, int64(7), joinLags()["0_0"], "lag of a standby turned learner, measured before")
+	}
+}
+
+// joinLagsOf returns a function that returns the lags r's member reports
+// at its next join, by task.
+func joinLagsOf(t *testing.T, r *Runtime) func() map[string]int64 {
+	a, err := learner.New(r.topo.Tasks(), learner.Options{})
+	require.NoError(t, err)
+	codec := wire.NewCodec(a)
+	return func() map[string]int64 {
+		var meta kmsg.ConsumerMemberMetadata
+		require.NoError(t, meta.ReadFrom(r.topo.JoinGroupMetadata(nil, nil, 1)))
+		m, err := codec.DecodeMember(meta.UserData)
+		require.NoError(t, err)
+		lags := map[string]int64{}
+		for _, l := range m.Lag {
+			lags[l.Task] = l.Lag
+		}
+		return lags
 	}
 }
 
@@ -626,20 +632,7 @@ func TestMeasuredCopyKeepsItsLag(t *testing.T) {
 	r, err := New(Config{Group: "g", Process: func(*Context, *kgo.Record) error { return nil },
 		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 3, Stateful: true}}})
 	require.NoError(t, err)
-	a, err := learner.New(r.topo.Tasks(), learner.Options{})
-	require.NoError(t, err)
-	codec := wire.NewCodec(a)
-	joinLags := func() map[string]int64 {
-		var meta kmsg.ConsumerMemberMetadata
-		require.NoError(t, meta.ReadFrom(r.topo.JoinGroupMetadata(nil, nil, 1)))
-		m, err := codec.DecodeMember(meta.UserData)
-		require.NoError(t, err)
-		lags := map[string]int64{}
-		for _, l := range m.Lag {
-			lags[l.Task] = l.Lag
-		}
-		return lags
-	}
+	joinLags := joinLagsOf(t, r)
 	for _, id := range []string{"0_0", "0_1", "0_2"} {
 		require.NoError(t, r.open(r.tasks[id]))
 	}
