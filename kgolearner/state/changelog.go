@@ -221,15 +221,9 @@ var ErrChangelogTopic = errors.New("state: changelog topic misconfigured")
 // Run retries: the next try checks it, and lists its ID, as one that
 // exists.
 func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int32, warn func(error)) (map[string][16]byte, error) {
-	meta := kmsg.NewPtrMetadataRequest()
-	for _, topic := range slices.Sorted(maps.Keys(partitions)) {
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(topic)
-		meta.Topics = append(meta.Topics, mt)
-	}
-	resp, err := meta.RequestWith(ctx, cl)
+	resp, err := changelogMetadata(ctx, cl, slices.Sorted(maps.Keys(partitions)))
 	if err != nil {
-		return nil, fmt.Errorf("state: changelog topics metadata: %w", err)
+		return nil, err
 	}
 	found := map[string]kmsg.MetadataResponseTopic{}
 	for _, t := range resp.Topics {
@@ -294,6 +288,22 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int
 		ids[t.Topic] = t.TopicID
 	}
 	return ids, nil
+}
+
+// changelogMetadata asks the brokers for the metadata of the changelog
+// topics (partitions, topic IDs).
+func changelogMetadata(ctx context.Context, cl *kgo.Client, topics []string) (*kmsg.MetadataResponse, error) {
+	meta := kmsg.NewPtrMetadataRequest()
+	for _, topic := range topics {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(topic)
+		meta.Topics = append(meta.Topics, mt)
+	}
+	resp, err := meta.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("state: changelog topics metadata: %w", err)
+	}
+	return resp, nil
 }
 
 // recreated returns what says that the changelog topic known by the ID

@@ -11,7 +11,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // restoreLoop applies the changelog records the restore client fetches:
@@ -608,15 +607,9 @@ func (r *Runtime) checkRecreated(ctx context.Context) (bool, error) {
 	if len(known) == 0 {
 		return false, nil
 	}
-	meta := kmsg.NewPtrMetadataRequest()
-	for _, topic := range slices.Sorted(maps.Keys(known)) {
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(topic)
-		meta.Topics = append(meta.Topics, mt)
-	}
-	resp, err := meta.RequestWith(ctx, r.rcl)
+	resp, err := changelogMetadata(ctx, r.rcl, slices.Sorted(maps.Keys(known)))
 	if err != nil {
-		return false, fmt.Errorf("state: changelog topics metadata: %w", err)
+		return false, err
 	}
 	for _, mt := range resp.Topics {
 		if mt.Topic == nil || mt.ErrorCode != 0 {
