@@ -202,7 +202,7 @@ func validPositions(b []byte) bool {
 // runs (another topic ID than Run listed as it started): the state the
 // deleted topic held is lost, and the runtime does not go on with the new
 // topic, which would hide that.
-var ErrChangelogTopic = errors.New("state: changelog topic misconfigured")
+var ErrChangelogTopic = errors.New("state: changelog topic unusable")
 
 // ensureTopics creates the changelog topics that are missing, compacted,
 // with the given partitions each, and checks the partition count and the
