@@ -35,8 +35,9 @@ type SyntaxError struct {
 	Msg  string
 }
 
-// Error returns "line N: " and the message.
-func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+// Error returns "learner: line N: " and the message. A caller that names
+// the input (a file) places Msg at Line itself, as learner assign does.
+func (e *SyntaxError) Error() string { return "learner: " + atLine(e.Line, e.Msg) }
 
 // Unwrap returns ErrSyntax.
 func (e *SyntaxError) Unwrap() error { return ErrSyntax }
@@ -157,9 +158,9 @@ func ParseRebalance(src string) (Rebalance, error) {
 
 // Locate returns err, an error of Assign on r.Members, naming the member's
 // line instead of its position when err is a *MemberError and r was parsed:
-// "line 3: member S1: duplicate member ID (also on line 2)". The result
-// wraps err, so errors.Is and errors.As see through it; other errors come
-// back unchanged.
+// a *LineError, "learner: line 3: member S1: duplicate member ID (also on
+// line 2)". It wraps err, so errors.Is and errors.As see through it; other
+// errors come back unchanged.
 func (r Rebalance) Locate(err error) error {
 	var me *MemberError
 	if !errors.As(err, &me) || me.Position < 0 || me.Position >= len(r.MemberLines) {
@@ -169,41 +170,66 @@ func (r Rebalance) Locate(err error) error {
 	if d := me.DuplicateOf; d >= 0 && d < len(r.MemberLines) {
 		msg += fmt.Sprintf(" (also on line %d)", r.MemberLines[d])
 	}
-	return &lineError{line: r.MemberLines[me.Position], msg: msg, err: err}
+	return &LineError{Line: r.MemberLines[me.Position], Msg: msg, Err: err}
 }
 
-// lineError is an error of Assign located at a line of the notation.
-type lineError struct {
-	line int
-	msg  string
-	err  error
+// LineError is an error of Assign that Rebalance.Locate placed at the line
+// of the notation its member was read from.
+type LineError struct {
+	Line int    // the member's line (from 1)
+	Msg  string // what is wrong, naming the member but not its position
+	Err  error  // the error of Assign
 }
 
-func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
-func (e *lineError) Unwrap() error { return e.err }
+// Error returns "learner: line N: " and the message. A caller that names
+// the input (a file) places Msg at Line itself, as learner assign does.
+func (e *LineError) Error() string { return "learner: " + atLine(e.Line, e.Msg) }
 
-// Warnings lists, one line each, what in r is allowed but likely a typo:
-// a task a member lists that the tasks are without. Assign treats it as a
-// task the topology no longer has (it is dropped or comes back revoked), so
-// nothing else would point it out. Each warning names the member's line
-// when r was parsed.
-func (r Rebalance) Warnings() []string {
+// Unwrap returns the error of Assign.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Warning is something in a Rebalance that is allowed but likely a typo.
+type Warning struct {
+	Line int // the member's line (from 1); 0 when the Rebalance was not parsed
+	Msg  string
+}
+
+// String returns "line N: " and the message, or the message alone when
+// Line is 0. A caller that names the input (a file) places Msg at Line
+// itself, as learner assign does.
+func (w Warning) String() string {
+	if w.Line == 0 {
+		return w.Msg
+	}
+	return atLine(w.Line, w.Msg)
+}
+
+// atLine is how the package places a message at a line of the notation,
+// so that syntax errors, rejections and warnings read alike.
+func atLine(line int, msg string) string { return fmt.Sprintf("line %d: %s", line, msg) }
+
+// Warnings lists what in r is allowed but likely a typo: a task a member
+// lists that the tasks are without. Assign treats it as a task the
+// topology no longer has (it is dropped or comes back revoked), so nothing
+// else would point it out. Each warning names the member and, when r was
+// parsed, its line.
+func (r Rebalance) Warnings() []Warning {
 	known := make(map[string]bool, len(r.Tasks))
 	for _, t := range r.Tasks {
 		known[t.ID] = true
 	}
-	var warnings []string
+	var warnings []Warning
 	for i, m := range r.Members {
-		where := "member " + errtext.Clip(m.ID)
+		line := 0
 		if i < len(r.MemberLines) {
-			where = fmt.Sprintf("line %d: %s", r.MemberLines[i], where)
+			line = r.MemberLines[i]
 		}
 		warned := map[string]bool{}
 		check := func(field string, ids ...string) {
 			for _, id := range ids {
 				if !known[id] && !warned[id] {
 					warned[id] = true
-					warnings = append(warnings, fmt.Sprintf("%s: task %s in %s is not in the tasks", where, errtext.Quote(id), field))
+					warnings = append(warnings, Warning{Line: line, Msg: fmt.Sprintf("member %s: task %s in %s is not in the tasks", errtext.Clip(m.ID), errtext.Quote(id), field)})
 				}
 			}
 		}

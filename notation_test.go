@@ -2,6 +2,7 @@ package learner_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -62,7 +63,8 @@ func TestRebalanceLocate(t *testing.T) {
 	require.NoError(t, err)
 	_, err = a.Assign(r.Members)
 	located := r.Locate(err)
-	assert.EqualError(t, located, "line 6: member S1: duplicate member ID (also on line 5)")
+	assert.EqualError(t, located, "learner: line 6: member S1: duplicate member ID (also on line 5)")
+	assert.Equal(t, &LineError{Line: 6, Msg: "member S1: duplicate member ID (also on line 5)", Err: err}, located)
 	assert.ErrorIs(t, located, ErrInvalidMember)
 	var me *MemberError
 	require.ErrorAs(t, located, &me)
@@ -76,15 +78,17 @@ func TestRebalanceLocate(t *testing.T) {
 func TestRebalanceWarnings(t *testing.T) {
 	r, err := ParseRebalance("tasks: T1 T2\n\nS1(assigned: [T1, T9], learning: [T8], ready: [T8], lag: [T8=3, T7=1])\nS2(revoked: [T2], standby: [T9])\n")
 	require.NoError(t, err)
-	assert.Equal(t, []string{
-		`line 3: member S1: task "T9" in assigned is not in the tasks`,
-		`line 3: member S1: task "T8" in learning is not in the tasks`,
-		`line 3: member S1: task "T7" in lag is not in the tasks`,
-		`line 4: member S2: task "T9" in standby is not in the tasks`,
+	assert.Equal(t, []Warning{
+		{3, `member S1: task "T9" in assigned is not in the tasks`},
+		{3, `member S1: task "T8" in learning is not in the tasks`},
+		{3, `member S1: task "T7" in lag is not in the tasks`},
+		{4, `member S2: task "T9" in standby is not in the tasks`},
 	}, r.Warnings())
+	assert.Equal(t, `line 3: member S1: task "T9" in assigned is not in the tasks`, r.Warnings()[0].String())
 
 	r.MemberLines = nil
-	assert.Equal(t, `member S1: task "T9" in assigned is not in the tasks`, r.Warnings()[0], "Warnings of a Rebalance not parsed")
+	assert.Equal(t, Warning{0, `member S1: task "T9" in assigned is not in the tasks`}, r.Warnings()[0], "Warnings of a Rebalance not parsed")
+	assert.Equal(t, `member S1: task "T9" in assigned is not in the tasks`, r.Warnings()[0].String(), "a warning without a line")
 }
 
 func TestParseRebalanceErrors(t *testing.T) {
@@ -122,6 +126,7 @@ func TestParseRebalanceErrors(t *testing.T) {
 		require.True(t, errors.As(err, &se), "ParseRebalance(%q) = %v, want a *SyntaxError", tc.src, err)
 		assert.ErrorIs(t, err, ErrSyntax)
 		assert.Contains(t, err.Error(), tc.want, "ParseRebalance(%q)", tc.src)
+		assert.Equal(t, fmt.Sprintf("learner: line %d: %s", se.Line, se.Msg), err.Error(), "ParseRebalance(%q)", tc.src)
 	}
 }
 
@@ -161,6 +166,6 @@ func TestParseRebalanceNamesTheFirstUnknownStatelessTask(t *testing.T) {
 	for range 50 {
 		_, err := ParseRebalance(src)
 		require.Error(t, err, "ParseRebalance(%q)", src)
-		require.Equal(t, `line 2: stateless task "A" is not in tasks`, err.Error(), "ParseRebalance(%q)", src)
+		require.Equal(t, `learner: line 2: stateless task "A" is not in tasks`, err.Error(), "ParseRebalance(%q)", src)
 	}
 }

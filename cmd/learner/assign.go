@@ -21,7 +21,8 @@ on standard error: the assignor treats them as tasks the topology no longer
 has.
 
 Exit status: 0 when assigned, 1 when the assignor rejects the group, 2 for
-malformed notation or an unreadable file. Errors name the input line.
+malformed notation or an unreadable file. Errors and warnings name the
+input's line as FILE:N (<standard input>:N for standard input).
 
 A scenario script (as in testdata/scenarios: blocks of "assign", a
 rebalance, "----" and its output) is replayed instead: every block is run
@@ -46,17 +47,18 @@ func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "learner assign: %v\n", err)
 		return 2
 	}
+	input := inputName(file)
 	text := strings.TrimPrefix(string(src), "\uFEFF") // a byte-order mark
 	if scenario.IsScript(text) {
-		return replay(text, stdout, stderr)
+		return replay(text, input, stdout, stderr)
 	}
 	r, err := learner.ParseRebalance(text)
 	if err != nil {
-		fmt.Fprintf(stderr, "learner assign: %v\n", err)
+		fmt.Fprintf(stderr, "learner assign: %s\n", describe(input, err))
 		return 2
 	}
 	for _, w := range r.Warnings() {
-		fmt.Fprintf(stderr, "learner assign: warning: %s\n", w)
+		fmt.Fprintf(stderr, "learner assign: %s\n", atLine(input, w.Line, "warning: "+w.Msg))
 	}
 	a, err := learner.New(r.Tasks, r.Options)
 	if err != nil {
@@ -65,19 +67,49 @@ func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	out, err := a.Assign(r.Members)
 	if err != nil {
-		fmt.Fprintf(stderr, "learner assign: %v\n", r.Locate(err))
+		fmt.Fprintf(stderr, "learner assign: %s\n", describe(input, r.Locate(err)))
 		return 1
 	}
 	fmt.Fprint(stdout, learner.FormatAssignments(out))
 	return 0
 }
 
+// inputName is how messages name the input, as gofmt does: the FILE as
+// given, or "<standard input>".
+func inputName(file string) string {
+	if file == "" || file == "-" {
+		return "<standard input>"
+	}
+	return file
+}
+
+// atLine places msg at a line of the input as the go command and gofmt
+// do, "FILE:N: msg", so that editors and terminals can jump to it.
+func atLine(input string, line int, msg string) string {
+	return fmt.Sprintf("%s:%d: %s", input, line, msg)
+}
+
+// describe is err's text for standard error: placed at its line of the
+// input when it has one, from the fields rather than the text, which
+// carries the package prefix and "line N".
+func describe(input string, err error) string {
+	var se *learner.SyntaxError
+	var le *learner.LineError
+	switch {
+	case errors.As(err, &se):
+		return atLine(input, se.Line, se.Msg)
+	case errors.As(err, &le):
+		return atLine(input, le.Line, le.Msg)
+	}
+	return err.Error()
+}
+
 // replay runs every block of a scenario script and prints the script with
-// the outputs they give.
-func replay(src string, stdout, stderr io.Writer) int {
+// the outputs they give; input names the script in errors.
+func replay(src, input string, stdout, stderr io.Writer) int {
 	s, err := scenario.Parse(src)
 	if err != nil {
-		fmt.Fprintf(stderr, "learner assign: %v\n", err)
+		fmt.Fprintf(stderr, "learner assign: %s\n", describe(input, err))
 		return 2
 	}
 	for i := range s.Blocks {

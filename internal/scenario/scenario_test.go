@@ -21,7 +21,7 @@ assign
 tasks: T1
 S1(assigned: [T1]
 ----
-error: line 12: member S1: want ',' or ')', got end of line
+error: learner: line 12: member S1: want ',' or ')', got end of line
 
 # A trailing comment.
 `
@@ -59,8 +59,8 @@ func TestParseIndentedComment(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
-		{"assign\ntasks: T1\n", "line 1: assign without ----"},
-		{"# c\nassign\n----\n\nbalance\n----\n", `line 5: unknown command "balance" (want assign)`},
+		{"assign\ntasks: T1\n", "learner: line 1: assign without ----"},
+		{"# c\nassign\n----\n\nbalance\n----\n", `learner: line 5: unknown command "balance" (want assign)`},
 	} {
 		_, err := Parse(tc.src)
 		assert.EqualError(t, err, tc.want, "Parse(%q)", tc.src)
