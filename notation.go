@@ -190,8 +190,8 @@ func (e *LineError) Unwrap() error { return e.Err }
 
 // Warning is something in a Rebalance that is allowed but likely a typo.
 type Warning struct {
-	Line int // the member's line (from 1); 0 when the Rebalance was not parsed
-	Msg  string
+	Line int    // the member's line (from 1); 0 when the Rebalance was not parsed
+	Msg  string // what is allowed but likely a typo, naming the member
 }
 
 // String returns "line N: " and the message, or the message alone when
