@@ -514,14 +514,20 @@ func (h *history) tick(sm *simMember) error {
 		h.depart(sm, "its leave deadline passed")
 		return nil
 	}
-	for range 3 { // at once again after stopping an active task
-		if h.now.Before(sm.nextHB) {
-			return nil
-		}
+	if h.now.Before(sm.nextHB) {
+		return nil
+	}
+	// A member that stops an active task heartbeats at once (see
+	// Response.Active): the task's next owner waits for that
+	// acknowledgement. Its response may stop another task: a tick sends at
+	// most three heartbeats, so that it stays bounded, and leaves a fourth
+	// to the member's next tick.
+	for range 3 {
 		again, err := h.heartbeat(sm)
 		if err != nil || !again || !sm.alive {
 			return err
 		}
+		sm.nextHB = h.now
 	}
 	return nil
 }
