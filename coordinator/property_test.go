@@ -23,7 +23,8 @@ func (c randChooser) intn(n int) int { return c.r.IntN(n) }
 // after its last heartbeat, and a coordinator that failed over grants nothing
 // for a session timeout; the two overlap at worst end to end (2 sessions).
 // Then the new owner's next heartbeat (an interval), the previous owner's
-// acknowledgement and the owner's wait interval: 3 more intervals.
+// next one, whose response drops the task (it acknowledges at once), and the
+// owner's wait interval: 3 more intervals.
 //
 // Convergence: from there, learners are ready within k heartbeats and Assign
 // settles a group after arbitrary changes within 2k+2 rounds of learners
@@ -151,14 +152,14 @@ func runHistory(ch, pert chooser, chaosSteps int) (*history, historyResult, erro
 	stall := int(h.clockBack / step)
 	ownerSteps, convergeSteps := ownerBound()*perInterval+stall, convergeBound(k, opts)*perInterval+stall
 	// down counts, by task, the quiet steps in a row it has had no live
-	// owner. A hand-over leaves a task down from when its owner stops it
-	// until the new owner's next heartbeat after the owner's
-	// acknowledgement: two heartbeat intervals at most. Tasks handed over
+	// owner. A hand-over leaves a task down from when its owner stops it,
+	// and acknowledges at once, until the new owner's next heartbeat: a
+	// heartbeat interval at most. Tasks handed over
 	// one by one (under a learner budget) can keep one task or another
 	// down at the end of most steps for many intervals, so ownership is
 	// reached at the first step after which no task is down longer than
 	// a hand-over.
-	handover := 2 * perInterval
+	handover := perInterval
 	down := map[string]int{}
 	lastDown := -1 // the last step a task had been down longer
 	for s := 0; s < convergeSteps && res.settled < 0; s++ {
