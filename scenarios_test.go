@@ -35,15 +35,14 @@ func TestScenarios(t *testing.T) {
 			require.NoError(t, err)
 			s, err := scenario.Parse(string(src))
 			require.NoError(t, err, file)
-			for i := range s.Blocks {
-				b := &s.Blocks[i]
-				got := runScenario(t, b)
+			s.Rewrite(func(b scenario.Block) string {
+				got := runScenario(t, &b)
 				if *update {
-					b.Output = got
-					continue
+					return got
 				}
 				assert.Equal(t, b.Output, got, "%s:%d: %s:\n%s", file, b.Line, b.Cmd, b.Input)
-			}
+				return b.Output
+			})
 			if *update {
 				require.NoError(t, os.WriteFile(file, []byte(s.String()), 0o644))
 			}

@@ -108,6 +108,22 @@ func (s Script) String() string {
 	return b.String()
 }
 
+// Rewrite sets every block's output to out(block), block by block in
+// order. An earlier output that gains or loses lines moves every later
+// block in the written script, so Rewrite moves its Line first: a syntax
+// error (Run) then names the line of the script String writes, and
+// replaying that script gives it back unchanged.
+func (s *Script) Rewrite(out func(Block) string) {
+	shift := 0
+	for i := range s.Blocks {
+		b := &s.Blocks[i]
+		b.Line += shift
+		was := strings.Count(b.Output, "\n")
+		b.Output = out(*b)
+		shift += strings.Count(b.Output, "\n") - was
+	}
+}
+
 // Result is what running one assign block gave.
 type Result struct {
 	Rebalance learner.Rebalance

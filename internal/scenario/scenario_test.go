@@ -39,6 +39,22 @@ func TestParseRunString(t *testing.T) {
 	assert.Equal(t, script, s.String(), "Parse(script).String()")
 }
 
+// TestRewriteMovesLines: a stale output that gains lines moves the block
+// after it, whose syntax error must name its line in the script written,
+// so that one replay settles the script.
+func TestRewriteMovesLines(t *testing.T) {
+	stale := strings.Replace(script, "S1(assigned: [T1], revoked: [], learning: [])\n", "", 1)
+	s, err := Parse(stale)
+	require.NoError(t, err)
+	run := func(b Block) string { return Run(b).Output() }
+	s.Rewrite(run)
+	assert.Equal(t, script, s.String(), "Rewrite(Run) of a script whose first output was missing")
+	again, err := Parse(s.String())
+	require.NoError(t, err)
+	again.Rewrite(run)
+	assert.Equal(t, script, again.String(), "Rewrite(Run) of its own output")
+}
+
 func TestIsScript(t *testing.T) {
 	assert.False(t, IsScript("tasks: T1\nS1()\n"), "a rebalance")
 	assert.False(t, IsScript("# only comments\n\n"))
