@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/learnerassignor/learner"
@@ -74,36 +73,6 @@ func assignMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// inputName is how messages name the input, as gofmt does: the FILE as
-// given, or "<standard input>".
-func inputName(file string) string {
-	if file == "" || file == "-" {
-		return "<standard input>"
-	}
-	return file
-}
-
-// atLine places msg at a line of the input as the go command and gofmt
-// do, "FILE:N: msg", so that editors and terminals can jump to it.
-func atLine(input string, line int, msg string) string {
-	return fmt.Sprintf("%s:%d: %s", input, line, msg)
-}
-
-// describe is err's text for standard error: placed at its line of the
-// input when it has one, from the fields rather than the text, which
-// carries the package prefix and "line N".
-func describe(input string, err error) string {
-	var se *learner.SyntaxError
-	var le *learner.LineError
-	switch {
-	case errors.As(err, &se):
-		return atLine(input, se.Line, se.Msg)
-	case errors.As(err, &le):
-		return atLine(input, le.Line, le.Msg)
-	}
-	return err.Error()
-}
-
 // replay runs every block of a scenario script and prints the script with
 // the outputs they give; input names the script in errors.
 func replay(src, input string, stdout, stderr io.Writer) int {
@@ -156,26 +125,3 @@ func assignArgs(args []string) (file string, help bool, err error) {
 // empty members assigned in 19 s at a peak RSS of 4.7 GB (/usr/bin/time -v,
 // 2026-12-02).
 const maxAssignInput = 64 << 20
-
-// readInput reads the named file, or stdin for "" and "-", up to limit
-// bytes: a longer input is an error once limit+1 bytes are in, so that an
-// endless one (/dev/zero) fails instead of filling memory.
-func readInput(name string, stdin io.Reader, limit int64) ([]byte, error) {
-	r, shown := stdin, "standard input"
-	if name != "" && name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r, shown = f, name
-	}
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", shown, err)
-	case int64(len(b)) > limit:
-		return nil, fmt.Errorf("%s is longer than %d bytes", shown, limit)
-	}
-	return b, nil
-}
