@@ -14,8 +14,41 @@ import (
 	"github.com/learnerassignor/learner"
 )
 
-// ErrScenario is wrapped by every error Parse returns.
+// ErrScenario is wrapped by every error Parse and Check return.
 var ErrScenario = errors.New("bad scenario")
+
+// LineError is an error of a scenario placed at the line of its text that
+// causes it: every error of Parse about one line, and those of Check about
+// an event whose Line is set.
+type LineError struct {
+	Line int    // from 1
+	Msg  string // what is wrong, without the line or the package prefix
+	// Err is what the error wraps: the *RangeError or *LateEventError that
+	// Msg describes, or ErrScenario.
+	Err error
+}
+
+// Error returns "sim: line N: " and the message. A caller that names the
+// scenario's text (a file) places Msg at Line itself, as learner simulate
+// does.
+func (e *LineError) Error() string { return scenarioText(fmt.Sprintf("line %d: %s", e.Line, e.Msg)) }
+
+// Unwrap returns Err, which wraps ErrScenario in turn.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// onLine places err, a *RangeError or *LateEventError (or nil), at line of
+// the scenario text; at line 0, a scenario built in Go, it leaves err bare.
+func onLine(line int, err error) error {
+	m, ok := err.(interface{ msg() string })
+	if !ok || line == 0 {
+		return err
+	}
+	return &LineError{Line: line, Msg: m.msg(), Err: err}
+}
+
+// scenarioText is the text of an error about a scenario: the package's
+// prefix, msg, and ErrScenario's text as wrapping it with %w adds it.
+func scenarioText(msg string) string { return "sim: " + msg + ": " + ErrScenario.Error() }
 
 // Scenario is a group, its topology and a script of events. Parse reads it
 // from the text format documented at Parse; DefaultText writes the default.
@@ -102,7 +135,8 @@ type Event struct {
 	Deadline time.Duration
 	// After is how long a Restart keeps the member down.
 	After time.Duration
-	// Line is the event's line in the scenario text, for errors.
+	// Line is the event's line in the scenario text, for errors; 0 for an
+	// event built in Go.
 	Line int
 }
 
@@ -153,6 +187,8 @@ const (
 // 10,000 tasks, 2,000 members, 10,000 events and 100,000 IDs written
 // (ranges expanded), lines of at most 1 MB and MaxScenarioSize bytes.
 // Check, which Run calls, also bounds its Work.
+//
+// Every error wraps ErrScenario; one about a line of src is a *LineError.
 func Parse(src string) (*Scenario, error) {
 	if len(src) > MaxScenarioSize {
 		return nil, fmt.Errorf("sim: scenario of %d bytes, longer than %d bytes: %w", len(src), MaxScenarioSize, ErrScenario)
@@ -179,7 +215,7 @@ func Parse(src string) (*Scenario, error) {
 			continue
 		}
 		fail := func(format string, args ...any) error {
-			return fmt.Errorf("sim: line %d: %s: %w", n, fmt.Sprintf(format, args...), ErrScenario)
+			return &LineError{Line: n, Msg: fmt.Sprintf(format, args...), Err: ErrScenario}
 		}
 		setting := func(ds durationSetting) error {
 			if len(f) != 2 {
@@ -190,7 +226,7 @@ func Parse(src string) (*Scenario, error) {
 				return fail("%s: bad duration %q", f[0], f[1])
 			}
 			*ds.d = d
-			return ds.check(n)
+			return onLine(n, ds.check())
 		}
 		number := func(dst *int, lo, hi int) error {
 			if len(f) != 2 {
@@ -247,7 +283,7 @@ func Parse(src string) (*Scenario, error) {
 	}
 	if err := sc2.Err(); err != nil {
 		// bufio.ErrTooLong is the only error a string reader allows.
-		return nil, fmt.Errorf("sim: line %d: longer than %d bytes: %w", n, maxLine, ErrScenario)
+		return nil, &LineError{Line: n, Msg: fmt.Sprintf("longer than %d bytes", maxLine), Err: ErrScenario}
 	}
 	switch {
 	case sc.Duration <= 0:
@@ -281,22 +317,15 @@ const MaxStandbys = 8
 // RangeError reports a setting outside its allowed range. Name is the
 // setting as the scenario format and the command's flags spell it, Got the
 // value given and Want the range allowed, as the error message shows them.
+// A setting on a line of the scenario text comes wrapped in a *LineError.
 type RangeError struct {
 	Name, Got, Want string
-	// Line is the scenario line that sets it; zero when it was set
-	// otherwise (a flag, a program) or the scenario left the default.
-	Line int
 }
 
-// Error names the setting, the line that set it (when one did), the value
-// and what the setting allows.
-func (e *RangeError) Error() string {
-	at := ""
-	if e.Line > 0 {
-		at = fmt.Sprintf("line %d: ", e.Line)
-	}
-	return fmt.Sprintf("sim: %s%s %s: want %s: %v", at, e.Name, e.Got, e.Want, ErrScenario)
-}
+// Error names the setting, the value and what the setting allows.
+func (e *RangeError) Error() string { return scenarioText(e.msg()) }
+
+func (e *RangeError) msg() string { return fmt.Sprintf("%s %s: want %s", e.Name, e.Got, e.Want) }
 
 // Unwrap returns ErrScenario.
 func (e *RangeError) Unwrap() error { return ErrScenario }
@@ -328,20 +357,19 @@ func (sc *Scenario) durations() []durationSetting {
 	}
 }
 
-// check reports a *RangeError unless lo <= d <= hi; line is the scenario
-// line that set it, or zero.
-func (ds durationSetting) check(line int) error {
+// check reports a *RangeError unless lo <= d <= hi.
+func (ds durationSetting) check() error {
 	if d := *ds.d; d < ds.lo || d > ds.hi {
-		return &RangeError{Name: ds.name, Got: d.String(), Want: fmt.Sprintf("%v to %v", ds.lo, ds.hi), Line: line}
+		return &RangeError{Name: ds.name, Got: d.String(), Want: fmt.Sprintf("%v to %v", ds.lo, ds.hi)}
 	}
 	return nil
 }
 
 // Check reports the first setting out of range, then the first event after
-// the duration (naming its line: the simulation would never reach it) or
-// with a leave deadline or restart delay out of range, then a Work past
-// MaxWork. Run calls it; so does the command after applying its flags.
-// Parse checks all but the Work.
+// the duration (the simulation would never reach it) or with a leave
+// deadline or restart delay out of range, in a *LineError at the event's
+// Line when it has one, then a Work past MaxWork. Run calls it; so does the
+// command after applying its flags. Parse checks all but the Work.
 func (sc *Scenario) Check() error {
 	if err := sc.checkSettings(); err != nil {
 		return err
@@ -358,7 +386,7 @@ func (sc *Scenario) Check() error {
 // checkSettings is Check without the Work.
 func (sc *Scenario) checkSettings() error {
 	for _, ds := range sc.durations() {
-		if err := ds.check(0); err != nil {
+		if err := ds.check(); err != nil {
 			return err
 		}
 	}
@@ -393,10 +421,10 @@ func (sc *Scenario) checkSettings() error {
 	}
 	for _, ev := range sc.Events {
 		if ev.At > sc.Duration {
-			return &LateEventError{Event: ev, Duration: sc.Duration}
+			return onLine(ev.Line, &LateEventError{Event: ev, Duration: sc.Duration})
 		}
 		if err := ev.checkDelay(); err != nil {
-			return err
+			return onLine(ev.Line, err)
 		}
 	}
 	return nil
@@ -494,20 +522,23 @@ func (ev Event) checkDelay() error {
 		name, d = "restart after", ev.After
 	}
 	if d < 0 || d > maxDuration {
-		return &RangeError{Name: name, Got: d.String(), Want: fmt.Sprintf("0s to %v", maxDuration), Line: ev.Line}
+		return &RangeError{Name: name, Got: d.String(), Want: fmt.Sprintf("0s to %v", maxDuration)}
 	}
 	return nil
 }
 
-// LateEventError reports an event after the scenario's duration.
+// LateEventError reports an event after the scenario's duration. An event
+// with a Line comes wrapped in a *LineError.
 type LateEventError struct {
 	Event    Event
 	Duration time.Duration
 }
 
-// Error names the event's line and kind, its time and the duration.
-func (e *LateEventError) Error() string {
-	return fmt.Sprintf("sim: line %d: %s event at %v is after the duration %v: %v", e.Event.Line, e.Event.Kind, e.Event.At, e.Duration, ErrScenario)
+// Error names the event's kind, its time and the duration.
+func (e *LateEventError) Error() string { return scenarioText(e.msg()) }
+
+func (e *LateEventError) msg() string {
+	return fmt.Sprintf("%s event at %v is after the duration %v", e.Event.Kind, e.Event.At, e.Duration)
 }
 
 // Unwrap returns ErrScenario.

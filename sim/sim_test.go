@@ -590,7 +590,27 @@ func TestParseErrors(t *testing.T) {
 		_, err := Parse(tc.src)
 		if assert.ErrorIs(t, err, ErrScenario, "Parse(%q)", tc.src) {
 			assert.Contains(t, err.Error(), tc.want, "Parse(%q)", tc.src)
+			assertLine(t, err, tc.want, "Parse(%q)", tc.src)
 		}
+	}
+}
+
+// assertLine checks that err, whose text has want, is a *LineError when
+// want starts "line N: ": at line N, with a message that has the rest, so
+// that a caller can place it at its own name for the scenario.
+func assertLine(t *testing.T, err error, want string, msgAndArgs ...any) {
+	t.Helper()
+	var line int
+	var rest string
+	if _, scanErr := fmt.Sscanf(want, "line %d:", &line); scanErr != nil {
+		return
+	}
+	_, rest, _ = strings.Cut(want, ": ")
+	var le *LineError
+	if assert.ErrorAs(t, err, &le, msgAndArgs...) {
+		assert.Equal(t, line, le.Line, msgAndArgs...)
+		assert.True(t, strings.HasPrefix(le.Msg, rest), "message %q lacks %q", le.Msg, rest)
+		assert.Equal(t, fmt.Sprintf("sim: line %d: %s: bad scenario", le.Line, le.Msg), err.Error(), msgAndArgs...)
 	}
 }
 
@@ -741,6 +761,7 @@ func TestParseLongLines(t *testing.T) {
 	_, err = Parse(head + "members S1\n" + strings.Repeat(" ", 1<<20) + "at 1m join S2\n")
 	if assert.ErrorIs(t, err, ErrScenario) {
 		assert.Contains(t, err.Error(), "line 4: longer than 1048576 bytes")
+		assertLine(t, err, "line 4: longer than 1048576 bytes")
 	}
 }
 
@@ -753,8 +774,31 @@ func TestEventDelayBounds(t *testing.T) {
 	_, err := Run(sc, StopTheWorld)
 	var re *RangeError
 	if assert.ErrorAs(t, err, &re) {
-		assert.Equal(t, 4, re.Line)
 		assert.Equal(t, "restart after", re.Name)
+	}
+	var le *LineError
+	if assert.ErrorAs(t, err, &le) {
+		assert.Equal(t, 4, le.Line)
+	}
+}
+
+// TestCheckEventWithoutLine: an event of a scenario built in Go has no
+// line, and Check's error about it names none (it said "line 0").
+func TestCheckEventWithoutLine(t *testing.T) {
+	sc := parse(t, "duration 1h\ntasks T1 size 1\nmembers S1 S2\nat 1m restart S2")
+	sc.Events[0].Line = 0
+	sc.Events[0].At = 2 * time.Hour
+	err := sc.Check()
+	var late *LateEventError
+	if assert.ErrorAs(t, err, &late) {
+		assert.Equal(t, "sim: restart event at 2h0m0s is after the duration 1h0m0s: bad scenario", err.Error())
+	}
+	sc.Events[0].At = time.Minute
+	sc.Events[0].After = -time.Second
+	err = sc.Check()
+	var re *RangeError
+	if assert.ErrorAs(t, err, &re) {
+		assert.Equal(t, "sim: restart after -1s: want 0s to 1000h0m0s: bad scenario", err.Error())
 	}
 }
 
@@ -806,6 +850,7 @@ func TestParseLimits(t *testing.T) {
 		_, err := Parse(tc.src)
 		if assert.ErrorIs(t, err, ErrScenario, "Parse(%.60q...)", tc.src) {
 			assert.Contains(t, err.Error(), tc.want, "Parse(%.60q...)", tc.src)
+			assertLine(t, err, tc.want, "Parse(%.60q...)", tc.src)
 		}
 	}
 }
