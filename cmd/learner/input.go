@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/sim"
 )
 
 // inputName is how messages name the input, as gofmt does: the FILE as
@@ -25,16 +26,20 @@ func atLine(input string, line int, msg string) string {
 }
 
 // describe is err's text for standard error: placed at its line of the
-// input when it has one, from the fields rather than the text, which
-// carries the package prefix and "line N".
+// input (a rebalance, a scenario script or a simulator's scenario) when it
+// has one, from the fields rather than the text, which carries the package
+// prefix and "line N".
 func describe(input string, err error) string {
 	var se *learner.SyntaxError
 	var le *learner.LineError
+	var sle *sim.LineError
 	switch {
 	case errors.As(err, &se):
 		return atLine(input, se.Line, se.Msg)
 	case errors.As(err, &le):
 		return atLine(input, le.Line, le.Msg)
+	case errors.As(err, &sle):
+		return atLine(input, sle.Line, sle.Msg)
 	}
 	return err.Error()
 }

@@ -33,6 +33,10 @@ shorten -duration, lengthen -probing-interval or a -session-timeout under 9s
 (members heartbeat every third of it, at most every 3s), or take fewer
 -members, -tasks, -standbys or events.
 
+Exit status: 0 when simulated, 1 for an error while simulating, 2 for bad
+flags or a bad scenario, refused before anything runs. Errors in a
+-scenario FILE name its line as FILE:N (<standard input>:N for -scenario -).
+
 flags:
 `
 
@@ -161,21 +165,36 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		}
 		return fail("%v (given %s)", err, strings.Join(given, ", "))
 	}
-	// flagError names the flag behind a setting out of range; scenario
-	// names the scenario it was applied to.
-	flagError := func(err error, scenario string) int {
+	// input names a scenario read with -scenario, as assign names its
+	// input; it stays "" for a scenario the command made (the default, a
+	// suite's), which has no file to point at.
+	input := ""
+	// scenarioError is the text of an error of the scenario: at FILE:N when
+	// it is at a line of a file.
+	scenarioError := func(err error) string {
+		if input == "" {
+			return err.Error()
+		}
+		return describe(input, err)
+	}
+	// flagError names the flag behind a setting out of range; made names a
+	// scenario the command made, for an event -duration cuts off.
+	flagError := func(err error, made string) int {
 		var re *sim.RangeError
 		var late *sim.LateEventError
 		var work *sim.WorkError
 		switch {
 		case errors.As(err, &re) && set[re.Name]:
 			return fail("-%s %s: want %s", re.Name, re.Got, re.Want)
+		case errors.As(err, &late) && set["duration"] && input != "":
+			ev := late.Event
+			return fail("%s", atLine(input, ev.Line, fmt.Sprintf("%s event at %v is after -duration %v", ev.Kind, ev.At, *duration)))
 		case errors.As(err, &late) && set["duration"]:
-			return fail("-duration %v: want at least %v (line %d of %s has a %s event then)", *duration, late.Event.At, late.Event.Line, scenario, late.Event.Kind)
+			return fail("-duration %v: want at least %v (line %d of %s has a %s event then)", *duration, late.Event.At, late.Event.Line, made, late.Event.Kind)
 		case errors.As(err, &work):
 			return tooLarge(err)
 		}
-		return fail("%v", err)
+		return fail("%s", scenarioError(err))
 	}
 
 	if set["suite"] {
@@ -213,7 +232,7 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		if err != nil {
 			return fail("-scenario: %v", err)
 		}
-		text = string(src)
+		text, input = string(src), inputName(*scenario)
 	} else {
 		lo, hi, ok := strings.Cut(*sizeRange, "-")
 		var errLo, errHi error
@@ -236,10 +255,10 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	}
 	sc, err := sim.Parse(text)
 	if err != nil {
-		return fail("%v", err)
+		return fail("%s", scenarioError(err))
 	}
 	if err := adjust(sc); err != nil {
-		return flagError(err, "the scenario")
+		return flagError(err, "the default scenario")
 	}
 	if *print {
 		fmt.Fprint(stdout, text)

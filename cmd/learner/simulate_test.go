@@ -81,7 +81,7 @@ func TestSimulateSuite(t *testing.T) {
 }
 
 // TestSimulateBadInput: every bad flag or scenario exits 2 before anything
-// runs, naming the flag (or line) and what it allows.
+// runs, naming the flag (or FILE:N) and what it allows.
 func TestSimulateBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.txt")
@@ -92,10 +92,11 @@ func TestSimulateBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-scenario", bad}, `line 4: unknown event "fly"`},
+		{[]string{"-scenario", bad}, "learner simulate: " + bad + `:4: unknown event "fly"` + "\n"},
 		{[]string{"-scenario", bad, "-members", "5"}, "-members shapes the default scenario; it cannot be used with -scenario"},
 		{[]string{"-scenario", filepath.Join(dir, "missing.txt")}, "missing.txt"},
-		{[]string{"-scenario", late, "-duration", "30m"}, "-duration 30m0s: want at least 50m0s (line 4 of the scenario has a crash event then)"},
+		{[]string{"-scenario", late, "-duration", "30m"}, "learner simulate: " + late + ":4: crash event at 50m0s is after -duration 30m0s\n"},
+		{[]string{"-duration", "1m"}, "-duration 1m0s: want at least 2m0s (line 19 of the default scenario has a join event then)"},
 		{[]string{"-members", "1"}, "-members 1: want 4 to 1000"},
 		{[]string{"-tasks", "0"}, "-tasks 0: want 1 to 10000"},
 		{[]string{"-stateless", "200"}, "-stateless 200: want 0 to 96 (the number of tasks)"},
