@@ -81,9 +81,7 @@ func replay(src, input string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "learner assign: %s\n", describe(input, err))
 		return 2
 	}
-	for i := range s.Blocks {
-		s.Blocks[i].Output = scenario.Run(s.Blocks[i]).Output()
-	}
+	s.Rewrite(func(b scenario.Block) string { return scenario.Run(b).Output() })
 	fmt.Fprint(stdout, s.String())
 	return 0
 }
