@@ -245,11 +245,10 @@ func Parse(src string) (*Scenario, error) {
 			err = number(&sc.Standbys, 0, MaxStandbys)
 		case "handover":
 			if len(f) != 2 {
-				return nil, fail("handover takes one of %s", handoverList())
+				return nil, fail("handover takes one of %s", HandoverChoices())
 			}
-			if sc.Handover, err = ParseHandover(f[1]); err != nil {
-				return nil, fail("%v", err)
-			}
+			sc.Handover, err = ParseHandover(f[1])
+			err = onLine(n, err)
 		case "max-warmups":
 			err = number(&sc.MaxWarmups, 1, maxWarmups)
 		case "restore-rate":
@@ -417,7 +416,7 @@ func (sc *Scenario) checkSettings() error {
 	case sc.Standbys < 0 || sc.Standbys > MaxStandbys:
 		return &RangeError{Name: "standbys", Got: strconv.Itoa(sc.Standbys), Want: fmt.Sprintf("0 to %d", MaxStandbys)}
 	case sc.Handover < 0 || int(sc.Handover) >= len(handoverNames):
-		return &RangeError{Name: "handover", Got: sc.Handover.String(), Want: handoverList()}
+		return &RangeError{Name: "handover", Got: sc.Handover.String(), Want: HandoverChoices()}
 	}
 	for _, ev := range sc.Events {
 		if ev.At > sc.Duration {

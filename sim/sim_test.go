@@ -577,7 +577,7 @@ func TestParseErrors(t *testing.T) {
 		{"duration 1h\ntasks T1 size 1\nmembers S1\nat 30m join S2\n\nat 2h crash S1", "line 6: crash event at 2h0m0s is after the duration 1h0m0s"},
 		{"at 2h crash-leader\nduration 1h\ntasks T1 size 1\nmembers S1", "line 1: crash-leader event at 2h0m0s is after the duration 1h0m0s"},
 		{"duration 1h\nstandbys 9\ntasks T1 size 1\nmembers S1", "line 2: standbys: want 0 to 8"},
-		{"duration 1h\nhandover twice\ntasks T1 size 1\nmembers S1", `line 2: handover: want one-round, follow-up, withhold, follow-up-ready, got "twice"`},
+		{"duration 1h\nhandover twice\ntasks T1 size 1\nmembers S1", `line 2: handover "twice": want one-round, follow-up, withhold or follow-up-ready`},
 		{"duration 1h\npause 2h\ntasks T1 size 1\nmembers S1", "line 2: pause 2h0m0s: want 0s to 1h0m0s"},
 		{"tasks T1 size 1\nmembers S1\nduration 1001h", "line 3: duration 1001h0m0s: want 1s to 1000h0m0s"},
 		{"duration 300h\ntasks T1-T10000 size 1\nmembers S1", "duration 300h0m0s: want at most 256h0m0s with 10000 tasks"},

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -113,15 +114,21 @@ func (h Handover) String() string {
 	return handoverNames[h]
 }
 
-// ParseHandover reads a handover keyword.
+// ParseHandover reads a handover keyword; any other word is a *RangeError
+// naming the keywords.
 func ParseHandover(s string) (Handover, error) {
 	if i := slices.Index(handoverNames[:], s); i >= 0 {
 		return Handover(i), nil
 	}
-	return 0, fmt.Errorf("handover: want %s, got %q", handoverList(), s)
+	return 0, &RangeError{Name: "handover", Got: strconv.Quote(s), Want: HandoverChoices()}
 }
 
-func handoverList() string { return strings.Join(handoverNames[:], ", ") }
+// HandoverChoices lists the handover keywords as errors and the command's
+// usage show them: "one-round, follow-up, withhold or follow-up-ready".
+func HandoverChoices() string {
+	last := len(handoverNames) - 1
+	return strings.Join(handoverNames[:last], ", ") + " or " + handoverNames[last]
+}
 
 // epoch is the wall-clock time of simulated time zero, for learner.Worker.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -77,7 +77,7 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		deadline  = fs.Duration("leave-deadline", 0, "override the learner strategies' leave deadline (0: none)")
 		standbys  = fs.Int("standbys", 0, fmt.Sprintf("override the standby replicas of each stateful task, every strategy (0 to %d; 0: the figures without standbys)", sim.MaxStandbys))
 		replayLag = fs.Duration("replay-lag", 0, "override how far a caught-up replica trails its active")
-		handover  = fs.String("handover", "", "override the learner strategies' hand-over: "+handoverChoices()+" (default: "+sim.DefaultHandover.String()+", what kgolearner does)")
+		handover  = fs.String("handover", "", "override the learner strategies' hand-over: "+sim.HandoverChoices()+" (default: "+sim.DefaultHandover.String()+", what kgolearner does)")
 		sizeRange = fs.String("size", fmt.Sprintf("%g-%g", sim.Defaults.MinSize, sim.Defaults.MaxSize), "default scenario: state size range of stateful tasks, `MIN-MAX` MB")
 	)
 	fs.IntVar(&p.Members, "members", p.Members, "default scenario: peak group size (it starts with two thirds)")
@@ -133,10 +133,8 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		"standbys":         func(sc *sim.Scenario) error { sc.Standbys = *standbys; return nil },
 		"replay-lag":       func(sc *sim.Scenario) error { sc.ReplayLag = *replayLag; return nil },
 		"handover": func(sc *sim.Scenario) (err error) {
-			if sc.Handover, err = sim.ParseHandover(*handover); err != nil {
-				return &sim.RangeError{Name: "handover", Got: strconv.Quote(*handover), Want: handoverChoices()}
-			}
-			return nil
+			sc.Handover, err = sim.ParseHandover(*handover)
+			return err
 		},
 	}
 	// adjust applies the overriding flags to a scenario and checks it.
@@ -321,14 +319,4 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		}
 	}
 	return 0
-}
-
-// handoverChoices lists the -handover keywords: "a, b or c".
-func handoverChoices() string {
-	var names []string
-	for _, h := range sim.Handovers() {
-		names = append(names, h.String())
-	}
-	last := len(names) - 1
-	return strings.Join(names[:last], ", ") + " or " + names[last]
 }
