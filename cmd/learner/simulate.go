@@ -175,9 +175,10 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		}
 		return describe(input, err)
 	}
-	// flagError names the flag behind a setting out of range; made names a
-	// scenario the command made, for an event -duration cuts off.
-	flagError := func(err error, made string) int {
+	// flagError names the flag behind a setting out of range; where names
+	// the place, in a scenario the command made, of an event at a line that
+	// -duration cuts off.
+	flagError := func(err error, where func(line int) string) int {
 		var re *sim.RangeError
 		var late *sim.LateEventError
 		var work *sim.WorkError
@@ -188,7 +189,7 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 			ev := late.Event
 			return fail("%s", atLine(input, ev.Line, fmt.Sprintf("%s event at %v is after -duration %v", ev.Kind, ev.At, *duration)))
 		case errors.As(err, &late) && set["duration"]:
-			return fail("-duration %v: want at least %v (line %d of %s has a %s event then)", *duration, late.Event.At, late.Event.Line, made, late.Event.Kind)
+			return fail("-duration %v: want at least %v (%s has a %s event then)", *duration, late.Event.At, where(late.Event.Line), late.Event.Kind)
 		case errors.As(err, &work):
 			return tooLarge(err)
 		}
@@ -207,7 +208,8 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 				err = adjust(sc)
 			}
 			if err != nil {
-				return flagError(err, fmt.Sprintf("suite scenario %d of seed %d", i, p.Seed))
+				// No line: a suite's scenarios are not printed.
+				return flagError(err, func(int) string { return fmt.Sprintf("suite scenario %d of seed %d", i, p.Seed) })
 			}
 		}
 		totals, err := sim.RunSuite(*suite, p.Seed, adjust)
@@ -256,7 +258,7 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		return fail("%s", scenarioError(err))
 	}
 	if err := adjust(sc); err != nil {
-		return flagError(err, "the default scenario")
+		return flagError(err, func(line int) string { return fmt.Sprintf("line %d of the default scenario", line) })
 	}
 	if *print {
 		fmt.Fprint(stdout, text)

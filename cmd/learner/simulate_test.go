@@ -118,7 +118,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"-suite", "2", "-members", "5"}, "-members shapes the default scenario; it cannot be used with -suite"},
 		{[]string{"-suite", "2", "-svg", "x.svg"}, "-svg works on one scenario; it cannot be used with -suite"},
 		{[]string{"-suite", "2", "-pause", "-1s"}, "-pause -1s: want 0s to 1h0m0s"},
-		{[]string{"-suite", "5", "-duration", "1h"}, "-duration 1h0m0s: want at least 1h4m14s (line 16 of suite scenario 2 of seed 1 has a join event then)"},
+		{[]string{"-suite", "5", "-duration", "1h"}, "-duration 1h0m0s: want at least 1h4m14s (suite scenario 2 of seed 1 has a join event then)"},
 		{[]string{"-svg", filepath.Join(dir, "nonexistent", "x.svg")}, "-svg: open "},
 		{[]string{"-nope"}, "flag provided but not defined"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
