@@ -186,10 +186,14 @@ const (
 // Events come in time order, within the duration. A scenario has at most
 // 10,000 tasks, 2,000 members, 10,000 events and 100,000 IDs written
 // (ranges expanded), lines of at most 1 MB and MaxScenarioSize bytes.
-// Check, which Run calls, also bounds its Work.
+// Check, which Run calls, also bounds its Work. A UTF-8 byte-order mark at
+// the start is skipped, as the notation's parser skips one.
 //
 // Every error wraps ErrScenario; one about a line of src is a *LineError.
 func Parse(src string) (*Scenario, error) {
+	// A Windows editor may start the file with one; it would otherwise
+	// make the first directive unknown.
+	src = strings.TrimPrefix(src, "\uFEFF")
 	if len(src) > MaxScenarioSize {
 		return nil, fmt.Errorf("sim: scenario of %d bytes, longer than %d bytes: %w", len(src), MaxScenarioSize, ErrScenario)
 	}

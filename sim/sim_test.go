@@ -748,6 +748,16 @@ func TestDefaultScaleDown(t *testing.T) {
 	}
 }
 
+// TestParseByteOrderMark: a scenario saved with a byte-order mark (as a
+// Windows editor may) reads as without it, and its lines keep their
+// numbers.
+func TestParseByteOrderMark(t *testing.T) {
+	src := "duration 1h\ntasks T1 size 1\nmembers S1\n"
+	assert.Equal(t, parse(t, src), parse(t, "\uFEFF"+src))
+	_, err := Parse("\uFEFF" + src + "at 1m fly S1\n")
+	assertLine(t, err, `line 4: unknown event "fly"`)
+}
+
 // TestParseLongLines: a line of up to a megabyte is read whole (the
 // Scanner's default stopped at 64 KB and ended the scenario there without
 // an error); a longer one is an error naming it.
