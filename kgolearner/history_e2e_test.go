@@ -63,8 +63,9 @@ func playHistories(t *testing.T, steps int, faults bool) {
 	}
 }
 
-// injectFault strikes m's next request of a random group key with a fault
-// a real broker or network could cause at any moment:
+// inject strikes m's next request of a random group key with a fault a
+// real broker or network could cause at any moment, and keeps it in f for
+// heal:
 //
 //   - delayed: the request reaches the broker up to three heartbeat
 //     intervals late (a delayed SyncGroup of the leader holds the group in
@@ -146,13 +147,13 @@ type faultSet struct {
 	handles []*kfake.FaultHandle
 }
 
-// heal disarms the faults that have not struck yet, as a network heals:
-// the end of a history waits for the group to settle, and a member whose
-// every rejoin is cut backs off longer each time, up to kgo's 5 s, so a
-// few faults still waiting for its next JoinGroup would outlast any wait
-// (seed 18094558174395455575 cut seven of S1's group requests in a row,
-// three of them struck after the history's end, and S1 rejoined 18 s
-// after the first).
+// heal disarms the faults that have not struck yet, and ends a cut-off under
+// way, as a network heals: the end of a history waits for the group to
+// settle, and a member whose every rejoin is cut backs off longer each time,
+// up to kgo's 5 s, so a few faults still waiting for its next JoinGroup
+// would outlast any wait (seed 18094558174395455575, with LEARNER_LONG=1,
+// cut seven of S1's group requests in a row, three of them struck after the
+// history's end, and S1 rejoined 18 s after the first).
 func (f *faultSet) heal() {
 	f.healed.Store(true)
 	f.mu.Lock()
