@@ -320,7 +320,9 @@ const MaxStandbys = 8
 // RangeError reports a setting outside its allowed range. Name is the
 // setting as the scenario format and the command's flags spell it, Got the
 // value given and Want the range allowed, as the error message shows them.
-// A setting on a line of the scenario text comes wrapped in a *LineError.
+// Parse wraps one out of range on its own line in a *LineError; one out of
+// range only with what other lines set (a duration too long for the
+// number of tasks) comes bare, as from Check.
 type RangeError struct {
 	Name, Got, Want string
 }
