@@ -183,9 +183,11 @@ const (
 //	at 3h30m restart S6 after 1m # down for 1m (default 30s), then back with its disk state
 //	at 4h crash-leader
 //
-// Events come in time order, within the duration. A scenario has at most
-// 10,000 tasks, 2,000 members, 10,000 events and 100,000 IDs written
-// (ranges expanded), lines of at most 1 MB and MaxScenarioSize bytes.
+// Each setting is given at most once, and restore-rate before the first
+// members or event line. Events come in time order, within the duration.
+// A scenario has at most 10,000 tasks, 2,000 members, 10,000 events and
+// 100,000 IDs written (ranges expanded), lines of at most 1 MB and
+// MaxScenarioSize bytes.
 // Check, which Run calls, also bounds its Work. A UTF-8 byte-order mark at
 // the start is skipped, as the notation's parser skips one.
 //
@@ -207,6 +209,12 @@ func Parse(src string) (*Scenario, error) {
 	rate := defaultRate
 	seen := &idTable{defined: map[string]definedID{}}
 	durations := sc.durations()
+	// settingLine holds the line of each setting given: a second one is an
+	// error, not a silent override. firstRated is the first line that adds
+	// members (at time zero or in an event), which take restore-rate as it
+	// stands: a restore-rate after it would apply to some members only.
+	settingLine := map[string]int{}
+	firstRated := 0
 	sc2 := bufio.NewScanner(strings.NewReader(src))
 	// A long line is legitimate (a member list written out), but the
 	// Scanner's default 64 KB limit would end the scan there silently.
@@ -242,6 +250,18 @@ func Parse(src string) (*Scenario, error) {
 			}
 			*dst = v
 			return nil
+		}
+		if isSetting(f[0], durations) {
+			if prev := settingLine[f[0]]; prev > 0 {
+				return nil, fail("%s set twice (also on line %d)", f[0], prev)
+			}
+			settingLine[f[0]] = n
+		}
+		if f[0] == "restore-rate" && firstRated > 0 {
+			return nil, fail("restore-rate after line %d, whose members it would not apply to", firstRated)
+		}
+		if (f[0] == "members" || f[0] == "at") && firstRated == 0 {
+			firstRated = n
 		}
 		var err error
 		switch f[0] {
@@ -316,6 +336,16 @@ const MaxScenarioSize = 64 << 20
 // MaxStandbys bounds the standbys setting: more copies than that is no
 // configuration anyone runs, and it keeps the placement loops small.
 const MaxStandbys = 8
+
+// isSetting reports whether a directive sets one of the scenario's
+// settings, which a scenario gives at most once.
+func isSetting(directive string, durations []durationSetting) bool {
+	switch directive {
+	case "standbys", "handover", "max-warmups", "restore-rate":
+		return true
+	}
+	return slices.ContainsFunc(durations, func(ds durationSetting) bool { return ds.name == directive })
+}
 
 // RangeError reports a setting outside its allowed range. Name is the
 // setting as the scenario format and the command's flags spell it, Got the
