@@ -10,7 +10,7 @@
 //	----
 //	<its output: the assignments, or "error: ..." for rejected input>
 //
-// The output ends at the first blank line.
+// The output ends at the first blank line, or at the next assign.
 package scenario
 
 import (
@@ -86,15 +86,23 @@ func parse(src, only string) (Script, error) {
 			return Script{}, &learner.SyntaxError{Line: b.Line, Msg: b.Cmd + " without ----"}
 		}
 		var out strings.Builder
-		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
+		for i++; i < len(lines) && !endsOutput(lines[i], only); i++ {
 			out.WriteString(lines[i] + "\n")
 		}
-		i-- // let the blank line (if any) go to the next prefix
+		i-- // let the blank line or command (if any) go to the next block
 		b.Input, b.Output = in.String(), out.String()
 		s.Blocks = append(s.Blocks, b)
 	}
 	s.Tail = prefix.String()
 	return s, nil
+}
+
+// endsOutput reports whether line ends a block's output: a blank line, or
+// the one command allowed (no output line is one word), so that a block
+// written without a blank line before it is not taken for output.
+func endsOutput(line, only string) bool {
+	t := strings.TrimSpace(line)
+	return t == "" || only != "" && t == only
 }
 
 // String writes the script back: Parse(src).String() == src for every src

@@ -73,6 +73,18 @@ func TestParseIndentedComment(t *testing.T) {
 	assert.Equal(t, src, s.String(), "Parse(src).String()")
 }
 
+// TestParseBlocksWithoutBlankLine: a block that follows an output with no
+// blank line between is a block, not more output (replaying such a script
+// printed the first block alone and lost the second).
+func TestParseBlocksWithoutBlankLine(t *testing.T) {
+	src := "assign\ntasks: T1\nS1()\n----\nassign\ntasks: T1\nS1(\n----\n"
+	s, err := Parse(src)
+	require.NoError(t, err, "Parse(%q)", src)
+	require.Len(t, s.Blocks, 2, "Parse(%q).Blocks", src)
+	assert.Equal(t, 5, s.Blocks[1].Line)
+	assert.Equal(t, src, s.String(), "Parse(src).String()")
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"assign\ntasks: T1\n", "learner: line 1: assign without ----"},
