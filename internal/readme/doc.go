@@ -1,4 +1,5 @@
-// Package readme holds the test that keeps README.md and docs/*.md true: every
+// Package readme holds the test that keeps README.md, docs/*.md and the
+// nested modules' README.md files (kgolearner/state/README.md) true: every
 // relative link resolves, every Go block equals the compiled source it
 // mirrors, and every shell example prints what the command prints now.
 //
@@ -15,8 +16,9 @@
 //     from a <<'EOF' here-document) and must exit 0 printing exactly those
 //     lines; "go get M" must name the root module; "go test ..." must be a
 //     command .ci/run runs; "bash .ci/run" must exist.
-//   - In README.md every block must be one of these; in docs/ other blocks
-//     (commands too slow for a test, file formats) are left alone.
+//   - In README.md every block must be one of these; in docs/ and the modules'
+//     READMEs other blocks (commands too slow for a test, file formats,
+//     sketches) are left alone.
 //
 // go test ./internal/readme -update rewrites mirrored blocks and command
 // outputs from what the sources and commands give now; review the diff.

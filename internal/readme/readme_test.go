@@ -3,6 +3,7 @@ package readme
 import (
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,12 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite mirrored blocks and command outputs in README.md and docs/*.md")
+var update = flag.Bool("update", false, "rewrite mirrored blocks and command outputs in README.md, docs/*.md and the modules' READMEs")
 
 // root is the repository root, relative to this package's directory.
 const root = "../.."
 
-// pages are the Markdown files checked, relative to root; README.md first.
+// pages are the Markdown files checked, relative to root; README.md first,
+// then docs/*.md and the nested modules' READMEs, which a newcomer reaches
+// from README.md as readily as docs/ and whose links rot the same way.
 func pages(t *testing.T) []string {
 	t.Helper()
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
@@ -29,6 +32,23 @@ func pages(t *testing.T) []string {
 		require.NoError(t, err)
 		files = append(files, filepath.ToSlash(rel))
 	}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || d.Name() != "README.md" || path == filepath.Join(root, "README.md") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err == nil {
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	require.NoError(t, err)
 	return files
 }
 
