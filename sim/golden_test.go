@@ -17,10 +17,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/default.txt and testdata/default.svg")
 
-// TestDefaultGolden keeps the README's table and picture of the default
-// scenario (testdata/default.txt, testdata/default.svg) equal to what the
-// simulator prints: after a change to the simulator or the assignor, review
-// `go test ./sim -update` and commit the new files.
+// TestDefaultGolden keeps the table (README.md) and the picture
+// (docs/simulator.md) of the default scenario (testdata/default.txt,
+// testdata/default.svg) equal to what the simulator prints: after a change
+// to the simulator or the assignor, review `go test ./sim -update` and
+// commit the new files.
 func TestDefaultGolden(t *testing.T) {
 	sc := defaultScenario(t, Defaults)
 	rs, err := RunAll(sc)
