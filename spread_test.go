@@ -15,7 +15,7 @@ import (
 // more than its share of a subtopology, rounded up, plus one. This is the
 // case the spread rule is built for: balancing moves, tasks of one kind,
 // equal capacities. (Tasks placed without balancing, after crashes or
-// leaves, are not covered: spread is a preference there, see the README.)
+// leaves, are not covered: spread is a preference there, see docs/rules.md.)
 func TestPropertyJoinsKeepSubtopologiesSpread(t *testing.T) {
 	seed := baseSeed(t) // LEARNER_SEED replays a failure
 	r := rand.New(rand.NewPCG(seed, 7))
