@@ -34,7 +34,11 @@ const positionHeader = "learner.position"
 // none of it, and the position it records is never ahead of the state. The
 // next owner writes the records a prefix lacks before it processes input
 // (Runtime.complete), so that compaction of the first record cannot lose
-// them.
+// them. Compaction may also drop the others' own records while the first
+// stays, with their old values: a restore deletes those keys when the group
+// ends without them (task.track), since only a later record of the key can
+// have superseded them, and that record may be a tombstone the cleaner has
+// dropped as well.
 const groupHeader = "learner.group"
 
 // ErrBadChangelog wraps an error about a changelog record the runtime cannot

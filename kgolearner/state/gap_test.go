@@ -8,7 +8,9 @@ import (
 	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/learnerassignor/learner/kgolearner/state"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // readKeys runs a member of topology "in" (2 partitions, stateful) with
@@ -99,4 +101,62 @@ func TestChangelogDeletedToItsEnd(t *testing.T) {
 	require.Equal(t, int64(2), c.deleteRecords(changelog, 0, -1), "the changelog's start after deleting every record")
 
 	require.Empty(t, readKeys(t, c), "keys of the state restored from an empty changelog")
+}
+
+// A key that one input record set along with others, and a later one
+// deleted, stays deleted once compaction has run: a real broker's cleaner
+// drops the key's own record (its tombstone supersedes it) and, after the
+// topic's delete.retention.ms, the tombstone too, while the input record's
+// first changelog record stays (its own key is still live) and still
+// carries the deleted key's old value in its group header. A restore from
+// an empty store reads that header, and the key must not come back.
+func TestCompactedTombstoneStaysDeleted(t *testing.T) {
+	changelog := state.ChangelogTopic("g", 0)
+	c := newCluster(t, "in", changelog)
+	alterTopicConfig(t, c.admin(), changelog, "delete.retention.ms", "0") // tombstones go at the first cleaning
+	processed := make(chan struct{}, 1)
+	done, stop := c.run(state.Config{
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Process: func(ctx *state.Context, rec *kgo.Record) error {
+			switch string(rec.Value) {
+			case "k1+k2":
+				if err := ctx.Put([]byte("k1"), []byte("x")); err != nil {
+					return err
+				}
+				return ctx.Put([]byte("k2"), []byte("x"))
+			case "-k2":
+				return ctx.Delete([]byte("k2"))
+			}
+			return ctx.Put(rec.Value, []byte("x"))
+		},
+		Observer: state.Observer{Processed: func(string, *kgo.Record) { processed <- struct{}{} }},
+	})
+	// One record at a time: each lands in a changelog batch of its own,
+	// and kfake never cleans a partition's last batch (the active
+	// segment), which the last record's batch then is.
+	for _, v := range []string{"k1+k2", "-k2", "k3"} {
+		c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte(v)})
+		waitFor(t, done, processed, "processing of "+v)
+	}
+	stop()
+	require.Equal(t, []string{"k1", "k2", "k2", "k3"}, c.changelogKeys(changelog, 0), "changelog keys before compaction")
+	c.c.Compact()
+	require.Equal(t, []string{"k1", "k3"}, c.changelogKeys(changelog, 0), "changelog keys once compaction dropped k2's value and its tombstone")
+
+	require.Equal(t, []string{"k1", "k3"}, readKeys(t, c), "keys of the state restored from the compacted changelog")
+}
+
+// alterTopicConfig sets a topic's config.
+func alterTopicConfig(t *testing.T, cl *kgo.Client, topic, name, value string) {
+	t.Helper()
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	rc.Name, rc.Value = name, kmsg.StringPtr(value)
+	rr.Configs = append(rr.Configs, rc)
+	alter.Resources = append(alter.Resources, rr)
+	resp, err := alter.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(resp.Resources[0].ErrorCode), "set %s of %s", name, topic)
 }

@@ -148,11 +148,15 @@ func (r *Runtime) applyRestored(t *task, recs []*kgo.Record, resets uint64) (int
 		if err != nil {
 			return 0, ro, fmt.Errorf("state: task %s: %w", t.id, err)
 		}
+		// The keys an earlier group lost to compaction go before this
+		// record's changes, which may write one of them again.
+		for _, lost := range t.track(rec.Offset, ch, pos, marker, others) {
+			changes = append(changes, Change{Key: lost.Key})
+		}
 		if !marker {
 			changes = append(changes, ch)
 			changes = append(changes, others...)
 		}
-		t.track(rec.Offset, ch, pos, marker, others)
 		last, from = pos, rec.Offset+1
 		n++
 	}
@@ -189,10 +193,17 @@ func (r *Runtime) applyRestored(t *task, recs []*kgo.Record, resets uint64) (int
 // ends it. What is left of the last group is t.pending. The idempotent
 // producer's prefix guarantee means only the changelog's last group can
 // be cut short by its writer; compaction may drop records of earlier
-// groups, whose keys later records then write. t.applyMu is held.
-func (t *task) track(offset int64, ch Change, pos []byte, marker bool, others []Change) {
+// groups, whose keys later records then write. track returns what an
+// earlier group it ends still lacked: keys compaction dropped, whose old
+// values the group's first record carried and the restore applied. Each
+// must be deleted: a later record writes it again, or deleted it with a
+// tombstone that the cleaner may since have dropped too (after the
+// topic's delete.retention.ms), and the key would otherwise come back.
+// t.applyMu is held.
+func (t *task) track(offset int64, ch Change, pos []byte, marker bool, others []Change) (lost []Change) {
 	switch {
 	case others != nil:
+		lost = t.pending
 		t.pending = make([]Change, len(others)) // others alias the fetch's buffer
 		for i, o := range others {
 			t.pending[i] = Change{Key: slices.Clone(o.Key), Value: cloneValue(o.Value)}
@@ -201,13 +212,14 @@ func (t *task) track(offset int64, ch Change, pos []byte, marker bool, others []
 	case len(t.pending) > 0 && !marker && bytes.Equal(pos, t.pendingPos):
 		i := slices.IndexFunc(t.pending, func(p Change) bool { return bytes.Equal(p.Key, ch.Key) })
 		if i < 0 {
-			t.pending = nil // not of the group: a new one of the same position
-			return
+			lost, t.pending = t.pending, nil // not of the group: a new one of the same position
+			return lost
 		}
 		t.pending = slices.Delete(t.pending, i, i+1)
 	default:
-		t.pending = nil
+		lost, t.pending = t.pending, nil
 	}
+	return lost
 }
 
 func (ro role) String() string {
