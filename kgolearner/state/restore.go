@@ -193,31 +193,32 @@ func (r *Runtime) applyRestored(t *task, recs []*kgo.Record, resets uint64) (int
 // ends it. What is left of the last group is t.pending. The idempotent
 // producer's prefix guarantee means only the changelog's last group can
 // be cut short by its writer; compaction may drop records of earlier
-// groups, whose keys later records then write. track returns what an
-// earlier group it ends still lacked: keys compaction dropped, whose old
-// values the group's first record carried and the restore applied. Each
-// must be deleted: a later record writes it again, or deleted it with a
-// tombstone that the cleaner may since have dropped too (after the
-// topic's delete.retention.ms), and the key would otherwise come back.
-// t.applyMu is held.
+// groups, whose keys later records then write. So when a record of a
+// later input record (another position) ends a group, track returns what
+// the group still lacked: keys whose old values its first record carried
+// and the restore applied. Each must be deleted: a later record writes it
+// again, or deleted it with a tombstone that the cleaner may since have
+// dropped too (after the topic's delete.retention.ms), and the key would
+// otherwise come back. t.applyMu is held.
 func (t *task) track(offset int64, ch Change, pos []byte, marker bool, others []Change) (lost []Change) {
+	if len(t.pending) > 0 && !bytes.Equal(pos, t.pendingPos) {
+		lost = t.pending
+	}
 	switch {
 	case others != nil:
-		lost = t.pending
 		t.pending = make([]Change, len(others)) // others alias the fetch's buffer
 		for i, o := range others {
 			t.pending[i] = Change{Key: slices.Clone(o.Key), Value: cloneValue(o.Value)}
 		}
 		t.pendingPos, t.pendingFrom = slices.Clone(pos), offset
 	case len(t.pending) > 0 && !marker && bytes.Equal(pos, t.pendingPos):
-		i := slices.IndexFunc(t.pending, func(p Change) bool { return bytes.Equal(p.Key, ch.Key) })
-		if i < 0 {
-			lost, t.pending = t.pending, nil // not of the group: a new one of the same position
-			return lost
+		if i := slices.IndexFunc(t.pending, func(p Change) bool { return bytes.Equal(p.Key, ch.Key) }); i >= 0 {
+			t.pending = slices.Delete(t.pending, i, i+1)
+		} else {
+			t.pending = nil // not of the group: a new one of the same position
 		}
-		t.pending = slices.Delete(t.pending, i, i+1)
 	default:
-		lost, t.pending = t.pending, nil
+		t.pending = nil
 	}
 	return lost
 }
