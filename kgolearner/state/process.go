@@ -611,12 +611,15 @@ func (r *Runtime) readLimits() {
 // runtime failed (fail) it stops waiting and cancels the records' context:
 // Run returns, abandoning the writes in flight as a crash would, rather
 // than wait for kgo to give up on them (it retries a deleted topic's for
-// many seconds).
+// many seconds). The records' context ends after Config.DeliveryTimeout
+// too, rather than kgo.RecordDeliveryTimeout, which kgo counts from each
+// record's Timestamp, not from now: kgo then fails the records it may.
 func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.DeliveryTimeout)
 	defer cancel()
 	var mu sync.Mutex
 	var first error
@@ -640,6 +643,9 @@ func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if first != nil && ctx.Err() != nil && parent.Err() == nil {
+		return fmt.Errorf("not acknowledged within %v (Config.DeliveryTimeout): %w", r.cfg.DeliveryTimeout, first)
+	}
 	return first
 }
 

@@ -1,7 +1,9 @@
 package state_test
 
 import (
+	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/learnerassignor/learner/kgolearner/state"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -97,6 +100,96 @@ func TestFailedWriteRewindsStatelessInputs(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{"0_0 a": 5, "0_0 b": 5, "0_1 a": 5, "0_1 b": 5}, processed, "records processed by task and topic after a failed write")
+}
+
+// A changelog write the broker keeps answering NOT_ENOUGH_REPLICAS (fewer
+// in-sync replicas than the topic's min.insync.replicas), which kgo
+// retries without end, fails after Config.DeliveryTimeout: each timeout is
+// an Error event and the batch goes round again, rather than a silent
+// stall (before: 15 s of the fault, no Error event, nothing processed).
+// Once the fault ends the count is exact. The input records are an hour
+// old and the output carries their timestamps: kgo.RecordDeliveryTimeout,
+// which kgo counts from a record's timestamp, fails every such output at
+// once (set to 2 minutes in ClientOpts, without a fault: no record
+// processed in 24 s, 217 Error events).
+func TestStalledWriteIsReported(t *testing.T) {
+	c := newCluster(t, "in", "out")
+	old := time.Now().Add(-time.Hour)
+	in := func(v string) { c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte(v), Timestamp: old}) }
+	var processed atomic.Int64
+	type timedErr struct {
+		at  time.Time
+		err error
+	}
+	first, read, stalled := make(chan struct{}), make(chan int, 1), make(chan timedErr, 10)
+	done, _ := c.run(state.Config{
+		Subtopologies:   []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		DeliveryTimeout: time.Second,
+		// kgo tries a write answered NOT_ENOUGH_REPLICAS again at its
+		// next metadata refresh, and fails it there once timed out.
+		ClientOpts: []kgo.Opt{kgo.MetadataMinAge(250 * time.Millisecond)},
+		Process: func(ctx *state.Context, rec *kgo.Record) error {
+			v, _, err := ctx.Get([]byte("k"))
+			if err != nil {
+				return err
+			}
+			n, _ := strconv.Atoi(string(v))
+			if string(rec.Value) == "read" {
+				select {
+				case read <- n:
+				default:
+				}
+				return nil
+			}
+			ctx.Emit(&kgo.Record{Topic: "out", Partition: 0, Value: v, Timestamp: rec.Timestamp})
+			return ctx.Put([]byte("k"), []byte(strconv.Itoa(n+1)))
+		},
+		Observer: state.Observer{
+			Processed: func(string, *kgo.Record) {
+				if processed.Add(1) == 1 {
+					close(first)
+				}
+			},
+			Error: func(err error) {
+				t.Log(err)
+				if errors.Is(err, context.DeadlineExceeded) {
+					select {
+					case stalled <- timedErr{time.Now(), err}:
+					default:
+					}
+				}
+			},
+		},
+	})
+	in("1")
+	waitFor(t, done, first, "first record processed")
+	fault := c.c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: state.ChangelogTopic("g", 0), Err: kerr.NotEnoughReplicas, Count: -1})
+	in("2")
+	in("3")
+	var events []time.Time
+	for i := range 2 {
+		select {
+		case e := <-stalled:
+			require.ErrorContains(t, e.err, "state: write: changelog: not acknowledged within 1s (Config.DeliveryTimeout)")
+			events = append(events, e.at)
+		case err := <-done:
+			t.Fatalf("Run returned %v", err)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no Error event %d of the stalled write after 20s", i+1)
+		}
+	}
+	require.GreaterOrEqual(t, events[1].Sub(events[0]), time.Second, "time between two Error events of the stalled write")
+	require.Equal(t, int64(1), processed.Load(), "records processed while the changelog refuses writes")
+	fault.Remove()
+	in("read")
+	select {
+	case n := <-read:
+		require.Equal(t, 3, n, "count once the changelog takes writes again")
+	case err := <-done:
+		t.Fatalf("Run returned %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no read after 20s")
+	}
 }
 
 // Put refuses the keys a changelog cannot hold apart from the runtime's

@@ -102,6 +102,25 @@ type Config struct {
 	// they restore one fetch per active batch (see restore.go). Zero
 	// means 100ms; negative, they yield only after a full poll.
 	RestoreYield time.Duration
+	// DeliveryTimeout bounds the wait for each of a batch's writes (its
+	// output, then its changelog records) to be acknowledged; zero means
+	// 2 minutes, the producer's delivery.timeout.ms default, which Kafka
+	// Streams keeps. kgo retries without end a write the broker answers
+	// with a code Kafka marks retriable (NOT_ENOUGH_REPLICAS while a
+	// partition has fewer in-sync replicas than its min.insync.replicas,
+	// NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT), and the member would
+	// stall without a word. Past the timeout kgo fails the write at its
+	// next attempt (under NOT_ENOUGH_REPLICAS, at each metadata refresh:
+	// kgo.MetadataMinAge, 5 s by default), and the batch goes round again
+	// as any failed write does, with an Error event: one a timeout while
+	// the fault lasts. A record sent and not answered yet (a broker
+	// unreachable) is waited for still: failing it could break the
+	// idempotent producer's sequence. kgo.RecordDeliveryTimeout in
+	// ClientOpts applies too, but kgo counts it from each record's
+	// Timestamp: an output record that carries an input's timestamp
+	// older than that timeout fails at every try, and its task never
+	// progresses.
+	DeliveryTimeout time.Duration
 	// Observer receives events; every field is optional.
 	Observer Observer
 }
@@ -196,6 +215,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.RestoreYield == 0 {
 		cfg.RestoreYield = 100 * time.Millisecond
+	}
+	if cfg.DeliveryTimeout <= 0 {
+		cfg.DeliveryTimeout = 2 * time.Minute
 	}
 	r := &Runtime{cfg: cfg, stores: cfg.Stores, tasks: map[string]*task{}, byInput: map[string]string{}, byChangelog: map[string]string{},
 		kickLag: make(chan struct{}, 1), kickCommit: make(chan struct{}, 1), toCommit: map[string]map[int32]kgo.EpochOffset{}, stop: make(chan struct{}), fatal: make(chan error, 1)}
