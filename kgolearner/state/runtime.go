@@ -103,9 +103,9 @@ type Config struct {
 	// means 100ms; negative, they yield only after a full poll.
 	RestoreYield time.Duration
 	// DeliveryTimeout bounds the wait for each of a batch's writes (its
-	// output, then its changelog records) to be acknowledged; zero means
-	// 2 minutes, the producer's delivery.timeout.ms default, which Kafka
-	// Streams keeps. kgo retries without end a write the broker answers
+	// output, then its changelog records) to be acknowledged; zero or
+	// negative means 2 minutes, the producer's delivery.timeout.ms
+	// default, which Kafka Streams keeps. kgo retries without end a write the broker answers
 	// with a code Kafka marks retriable (NOT_ENOUGH_REPLICAS while a
 	// partition has fewer in-sync replicas than its min.insync.replicas,
 	// NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT), and the member would
