@@ -1,0 +1,348 @@
+package state_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/learnerassignor/learner/internal/testseed"
+	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/learnerassignor/learner/kgolearner/state"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestCompactedRestores plays seeded random histories of a task whose
+// input records each set, append to and delete 1 to 4 keys of a small key
+// space, processed one at a time or several in a batch, while kfake's
+// cleaner compacts the changelog at random points and the member restarts,
+// restoring from scratch or from its kept store. After every restart the
+// task's state must be the sequential application of the input records:
+// compaction must neither bring back a key nor lose or repeat a change.
+// Appends read the value they extend, so a record applied twice (a
+// position restored behind the state) shows too.
+//
+// Half the histories set the changelog's delete.retention.ms to 0, so that
+// the cleaner drops tombstones as soon as it reaches them. Those restore
+// from scratch only: a store kept past a tombstone the cleaner dropped
+// keeps the key (README, Restarts), as Kafka Streams' does.
+//
+// kfake's cleaner is close enough to a real broker's for this: it never
+// cleans a partition's last batch (a real broker never cleans the active
+// segment, which holds at least that batch), and it drops a record only
+// for a later one of the same key in the range it cleans, as a real
+// broker does. Where it differs, the test stays within what a real broker
+// does: kfake moves the partition's start offset to its first surviving
+// batch, which a real broker's cleaner never does, and a kept store below
+// that start would be reset and restored from scratch instead of
+// restoring from its checkpoint; the histories that keep stores therefore
+// begin with a record that sets a key nothing changes again, whose
+// changelog record keeps the start at zero. kfake also ignores
+// min.compaction.lag.ms (0 by default on a broker too), and drops a
+// tombstone at the first cleaning past delete.retention.ms, where a broker
+// waits for a second one: an earlier drop than a broker's.
+//
+// LEARNER_LONG=1 plays many more histories; LEARNER_SEED=N replays one.
+func TestCompactedRestores(t *testing.T) {
+	histories, steps := 4, 10
+	if testseed.Long() {
+		histories, steps = 200, 25
+	}
+	seed, replay := testseed.Seed(t)
+	if replay {
+		histories = 1
+	}
+	for h := range histories {
+		seed := seed + uint64(h)
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { playCompaction(t, seed, steps) })
+	}
+}
+
+// compactKeys are the keys the histories change: few, so that records
+// supersede each other often.
+var compactKeys = []string{"k0", "k1", "k2", "k3"}
+
+// anchorKey is the key the first input record of a history that keeps
+// stores sets, and no record changes again (see TestCompactedRestores).
+const anchorKey = "anchor"
+
+// compactionHistory is the state of one history: the cluster, the member
+// running, and the model of the task's state.
+type compactionHistory struct {
+	t         *testing.T
+	rng       *rand.Rand
+	c         *cluster
+	kept      *state.MemoryStores // the running member's stores, which a restart may keep
+	processed chan string         // the values of the records processed
+	reads     chan compactionRead
+	done      <-chan error
+	stop      func()
+	model     map[string]string
+	inputs    int
+	readsMade    int // reads produced so far
+
+	mu        sync.Mutex
+	failAfter int // changelog produce requests to let through before failing one; -1: none
+}
+
+// compactionRead is the state a read record found.
+type compactionRead struct {
+	read  string
+	state map[string]string
+}
+
+func playCompaction(t *testing.T, seed uint64, steps int) {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	changelog := state.ChangelogTopic("g", 0)
+	h := &compactionHistory{t: t, rng: rng, c: newCluster(t, "in", changelog), kept: &state.MemoryStores{},
+		processed: make(chan string, 1000), reads: make(chan compactionRead, 100), model: map[string]string{}, failAfter: -1}
+	dropTombstones := rng.IntN(2) == 0
+	if dropTombstones {
+		alterTopicConfig(t, h.c.admin(), changelog, "delete.retention.ms", "0")
+	}
+	t.Logf("delete.retention.ms=0: %v", dropTombstones)
+	h.failWrites(changelog)
+	h.start(h.kept)
+	if !dropTombstones {
+		h.produce("0 s:" + anchorKey)
+	}
+	for range steps {
+		recs := make([]string, 1+rng.IntN(4))
+		for i := range recs {
+			recs[i] = h.input()
+		}
+		failing := rng.IntN(4) == 0
+		if failing {
+			h.armFailure(rng.IntN(2))
+		}
+		if rng.IntN(2) == 0 {
+			h.produce(recs...) // one poll, most likely: one batch
+		} else {
+			for _, rec := range recs {
+				h.produce(rec)
+			}
+		}
+		if failing || rng.IntN(3) == 0 {
+			h.read()
+		}
+		if rng.IntN(2) == 0 {
+			h.compact()
+		}
+		if rng.IntN(3) == 0 {
+			h.restart(!dropTombstones && rng.IntN(2) == 0)
+		}
+	}
+	h.compact()
+	h.restart(false)
+	if !dropTombstones {
+		h.restart(true)
+	}
+}
+
+// input returns a new input record's value: its number, then 1 to 4
+// operations "s:<key>" (set), "a:<key>" (append) or "d:<key>" (delete).
+func (h *compactionHistory) input() string {
+	h.inputs++
+	ops := []string{strconv.Itoa(h.inputs)}
+	for range 1 + h.rng.IntN(4) {
+		ops = append(ops, string("ssaad"[h.rng.IntN(5)])+":"+compactKeys[h.rng.IntN(len(compactKeys))])
+	}
+	return strings.Join(ops, " ")
+}
+
+// applyInput applies an input record (see input) through get and put (a
+// nil value deletes): the model and Process share it. Values are distinct:
+// set writes "<record>.<operation>", append adds "+<record>.<operation>"
+// to the key's value.
+func applyInput(value string, get func(key string) (string, error), put func(key string, value []byte) error) error {
+	fields := strings.Fields(value)
+	for i, op := range fields[1:] {
+		kind, key, _ := strings.Cut(op, ":")
+		v := fmt.Sprintf("%s.%d", fields[0], i)
+		switch kind {
+		case "d":
+			if err := put(key, nil); err != nil {
+				return err
+			}
+			continue
+		case "a":
+			old, err := get(key)
+			if err != nil {
+				return err
+			}
+			v = old + "+" + v
+		}
+		if err := put(key, []byte(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start runs a member with stores.
+func (h *compactionHistory) start(stores state.Stores) {
+	h.done, h.stop = h.c.run(state.Config{
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Stores:        stores,
+		Process: func(ctx *state.Context, rec *kgo.Record) error {
+			if strings.HasPrefix(string(rec.Value), "read") {
+				h.reads <- compactionRead{string(rec.Value), readState(ctx)}
+				return nil
+			}
+			return applyInput(string(rec.Value), func(key string) (string, error) {
+				v, _, err := ctx.Get([]byte(key))
+				return string(v), err
+			}, func(key string, value []byte) error { return ctx.Put([]byte(key), value) })
+		},
+		Observer: state.Observer{
+			Processed: func(_ string, rec *kgo.Record) { h.processed <- string(rec.Value) },
+			Error:     func(err error) { h.t.Log(err) },
+		},
+	})
+}
+
+// readState returns the task's keys and values.
+func readState(ctx *state.Context) map[string]string {
+	got := map[string]string{}
+	for _, key := range append(compactKeys, anchorKey) {
+		if v, ok, err := ctx.Get([]byte(key)); err != nil {
+			got[key] = "error: " + err.Error()
+		} else if ok {
+			got[key] = string(v)
+		}
+	}
+	return got
+}
+
+// failWrites refuses, once armed (armFailure), one of the member's
+// produce requests to the changelog, as a broker failing a batch for a
+// passing reason (see cluster.failProduce): the records before it stay,
+// and the write may cut an input record's group short. The member restores
+// what reached the changelog and processes the rest again.
+func (h *compactionHistory) failWrites(changelog string) {
+	id := topicID(h.t, h.c.admin(), changelog) // Produce v13 names topics by ID
+	h.c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		h.c.c.KeepControl()
+		if !slices.ContainsFunc(kr.(*kmsg.ProduceRequest).Topics, func(rt kmsg.ProduceRequestTopic) bool { return rt.Topic == changelog || rt.TopicID == id }) {
+			return nil, nil, false
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		switch h.failAfter {
+		case -1:
+			return nil, nil, false
+		case 0:
+			h.failAfter = -1
+			return state.RefusedProduce(kr, kerr.UnknownServerError.Code), nil, true
+		}
+		h.failAfter--
+		return nil, nil, false
+	})
+}
+
+// armFailure fails the member's changelog produce request after the next
+// skip ones, until the next read.
+func (h *compactionHistory) armFailure(skip int) {
+	h.t.Logf("fail the changelog write after %d", skip)
+	h.mu.Lock()
+	h.failAfter = skip
+	h.mu.Unlock()
+}
+
+// produce writes input records to partition 0 of "in", in one produce
+// call, applies them to the model, and, unless a failure is armed, waits
+// until the member processed them: after a failed write it skips those
+// whose changes reached the changelog, and only a read tells that it is
+// done.
+func (h *compactionHistory) produce(values ...string) {
+	h.t.Helper()
+	h.t.Logf("input %q", values)
+	recs := make([]*kgo.Record, len(values))
+	for i, v := range values {
+		recs[i] = &kgo.Record{Topic: "in", Partition: 0, Value: []byte(v)}
+		require.NoError(h.t, applyInput(v, func(key string) (string, error) { return h.model[key], nil }, func(key string, value []byte) error {
+			if value == nil {
+				delete(h.model, key)
+			} else {
+				h.model[key] = string(value)
+			}
+			return nil
+		}))
+	}
+	h.c.produce(recs...)
+	h.mu.Lock()
+	armed := h.failAfter >= 0
+	h.mu.Unlock()
+	if !armed {
+		h.waitProcessed(values[len(values)-1])
+	}
+}
+
+// waitProcessed waits until the member processed the record of value.
+func (h *compactionHistory) waitProcessed(value string) {
+	h.t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case v := <-h.processed:
+			if v == value {
+				return
+			}
+		case err := <-h.done:
+			h.t.Fatalf("Run returned %v waiting for the processing of %s", err, value)
+		case <-timeout:
+			h.t.Fatalf("no processing of %s after 20s", value)
+		}
+	}
+}
+
+// read has the member read its state, which must be the model's, and
+// disarms a failure that has not struck. A read processed again after a
+// failed write reads again: every read must find the model's state.
+func (h *compactionHistory) read() {
+	h.t.Helper()
+	h.readsMade++
+	value := fmt.Sprintf("read %d", h.readsMade)
+	h.c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte(value)})
+	h.waitProcessed(value)
+	h.mu.Lock()
+	h.failAfter = -1
+	h.mu.Unlock()
+	found := false
+	for len(h.reads) > 0 {
+		r := <-h.reads
+		if r.read == value {
+			found = true
+			require.Equal(h.t, h.model, r.state, "the state %s found", value)
+		}
+	}
+	require.True(h.t, found, "%s was processed without reading", value)
+}
+
+// compact runs kfake's cleaner over the changelog.
+func (h *compactionHistory) compact() {
+	h.t.Helper()
+	h.c.c.Compact()
+	h.t.Logf("compacted: changelog keys %q", h.c.changelogKeys(state.ChangelogTopic("g", 0), 0))
+}
+
+// restart stops the member as a crash would and starts another, with the
+// stores kept or fresh ones (a restore from scratch), whose state must be
+// the model's.
+func (h *compactionHistory) restart(keep bool) {
+	h.t.Helper()
+	h.stop()
+	if !keep {
+		h.kept = &state.MemoryStores{}
+	}
+	h.t.Logf("restart, store kept: %v", keep)
+	h.start(h.kept)
+	h.read()
+}
