@@ -23,7 +23,9 @@ import (
 // input records each set, append to and delete 1 to 4 keys of a small key
 // space, processed one at a time or several in a batch, while kfake's
 // cleaner compacts the changelog at random points and the member restarts,
-// restoring from scratch or from its kept store. After every restart the
+// restoring from scratch or from a store an earlier member kept (the last
+// one's, or an older one that restores the records written since). After
+// every restart the
 // task's state must be the sequential application of the input records:
 // compaction must neither bring back a key nor lose or repeat a change.
 // Appends read the value they extend, so a record applied twice (a
@@ -51,7 +53,7 @@ import (
 //
 // LEARNER_LONG=1 plays many more histories; LEARNER_SEED=N replays one.
 func TestCompactedRestores(t *testing.T) {
-	histories, steps := 4, 10
+	histories, steps := 6, 10
 	if testseed.Long() {
 		histories, steps = 200, 25
 	}
@@ -65,9 +67,11 @@ func TestCompactedRestores(t *testing.T) {
 	}
 }
 
-// compactKeys are the keys the histories change: few, so that records
-// supersede each other often.
-var compactKeys = []string{"k0", "k1", "k2", "k3"}
+// compactKeys are the keys the histories change, each a prefix of them:
+// few, so that records supersede each other often, and some histories
+// fewer than others, so that a record with a key of its own survives the
+// cleaner in some and not in others.
+var compactKeys = []string{"k0", "k1", "k2", "k3", "k4", "k5"}
 
 // anchorKey is the key the first input record of a history that keeps
 // stores sets, and no record changes again (see TestCompactedRestores).
@@ -79,14 +83,16 @@ type compactionHistory struct {
 	t         *testing.T
 	rng       *rand.Rand
 	c         *cluster
-	kept      *state.MemoryStores // the running member's stores, which a restart may keep
-	processed chan string         // the values of the records processed
+	stores    []*state.MemoryStores // those of every member so far, which a restart may keep
+	processed chan string           // the values of the records processed
 	reads     chan compactionRead
 	done      <-chan error
 	stop      func()
 	model     map[string]string
 	inputs    int
-	readsMade    int // reads produced so far
+	keys      []string // the history's prefix of compactKeys
+	ops       string   // the operations input draws from, with their weights
+	readsMade int      // reads produced so far
 
 	mu        sync.Mutex
 	failAfter int // changelog produce requests to let through before failing one; -1: none
@@ -101,15 +107,17 @@ type compactionRead struct {
 func playCompaction(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	changelog := state.ChangelogTopic("g", 0)
-	h := &compactionHistory{t: t, rng: rng, c: newCluster(t, "in", changelog), kept: &state.MemoryStores{},
+	h := &compactionHistory{t: t, rng: rng, c: newCluster(t, "in", changelog),
 		processed: make(chan string, 1000), reads: make(chan compactionRead, 100), model: map[string]string{}, failAfter: -1}
+	h.keys = compactKeys[:2+rng.IntN(len(compactKeys)-1)]
+	h.ops = []string{"ssaad", "sadd", "sd"}[rng.IntN(3)]
 	dropTombstones := rng.IntN(2) == 0
 	if dropTombstones {
 		alterTopicConfig(t, h.c.admin(), changelog, "delete.retention.ms", "0")
 	}
-	t.Logf("delete.retention.ms=0: %v", dropTombstones)
+	t.Logf("keys %q, operations %q, delete.retention.ms=0: %v", h.keys, h.ops, dropTombstones)
 	h.failWrites(changelog)
-	h.start(h.kept)
+	h.start(h.newStores())
 	if !dropTombstones {
 		h.produce("0 s:" + anchorKey)
 	}
@@ -132,10 +140,10 @@ func playCompaction(t *testing.T, seed uint64, steps int) {
 		if failing || rng.IntN(3) == 0 {
 			h.read()
 		}
-		if rng.IntN(2) == 0 {
+		if rng.IntN(3) != 0 {
 			h.compact()
 		}
-		if rng.IntN(3) == 0 {
+		if rng.IntN(2) == 0 {
 			h.restart(!dropTombstones && rng.IntN(2) == 0)
 		}
 	}
@@ -152,7 +160,8 @@ func (h *compactionHistory) input() string {
 	h.inputs++
 	ops := []string{strconv.Itoa(h.inputs)}
 	for range 1 + h.rng.IntN(4) {
-		ops = append(ops, string("ssaad"[h.rng.IntN(5)])+":"+compactKeys[h.rng.IntN(len(compactKeys))])
+		key := h.keys[min(h.rng.IntN(len(h.keys)), h.rng.IntN(len(h.keys)))]
+		ops = append(ops, string(h.ops[h.rng.IntN(len(h.ops))])+":"+key)
 	}
 	return strings.Join(ops, " ")
 }
@@ -333,16 +342,27 @@ func (h *compactionHistory) compact() {
 	h.t.Logf("compacted: changelog keys %q", h.c.changelogKeys(state.ChangelogTopic("g", 0), 0))
 }
 
-// restart stops the member as a crash would and starts another, with the
-// stores kept or fresh ones (a restore from scratch), whose state must be
-// the model's.
+// restart stops the member as a crash would and starts another, whose
+// state must be the model's: with the stores of an earlier member if keep,
+// the last one's or an older one's, or else with fresh ones (a restore
+// from scratch).
 func (h *compactionHistory) restart(keep bool) {
 	h.t.Helper()
 	h.stop()
-	if !keep {
-		h.kept = &state.MemoryStores{}
+	if keep {
+		i := h.rng.IntN(len(h.stores))
+		h.t.Logf("restart with the stores of member %d of %d", i+1, len(h.stores))
+		h.start(h.stores[i])
+	} else {
+		h.t.Logf("restart with fresh stores")
+		h.start(h.newStores())
 	}
-	h.t.Logf("restart, store kept: %v", keep)
-	h.start(h.kept)
 	h.read()
+}
+
+// newStores returns fresh stores, which a later restart may keep.
+func (h *compactionHistory) newStores() *state.MemoryStores {
+	s := &state.MemoryStores{}
+	h.stores = append(h.stores, s)
+	return s
 }
