@@ -7,9 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/internal/testseed"
 	"github.com/learnerassignor/learner/kgolearner"
 	"github.com/learnerassignor/learner/kgolearner/state"
@@ -22,13 +24,15 @@ import (
 // TestCompactedRestores plays seeded random histories of a task whose
 // input records each set, append to and delete 1 to 4 keys of a small key
 // space, processed one at a time or several in a batch, while kfake's
-// cleaner compacts the changelog at random points and the member restarts,
-// restoring from scratch or from a store an earlier member kept (the last
-// one's, or an older one that restores the records written since). After
-// every restart the
-// task's state must be the sequential application of the input records:
+// cleaner compacts the changelog at random points, a changelog write fails
+// now and then (which may cut an input record's records short: the member
+// restores what reached the changelog, writes the rest and goes on), and
+// the member restarts, restoring from scratch or from the stores an
+// earlier member kept (the last one's, or an older one's, which restore
+// the records written since). Every read, after every restart among
+// others, must find the sequential application of the input records:
 // compaction must neither bring back a key nor lose or repeat a change.
-// Appends read the value they extend, so a record applied twice (a
+// Appends read the value they extend, so that a record applied twice (a
 // position restored behind the state) shows too.
 //
 // Half the histories set the changelog's delete.retention.ms to 0, so that
@@ -37,19 +41,19 @@ import (
 // keeps the key (README, Restarts), as Kafka Streams' does.
 //
 // kfake's cleaner is close enough to a real broker's for this: it never
-// cleans a partition's last batch (a real broker never cleans the active
-// segment, which holds at least that batch), and it drops a record only
-// for a later one of the same key in the range it cleans, as a real
-// broker does. Where it differs, the test stays within what a real broker
-// does: kfake moves the partition's start offset to its first surviving
-// batch, which a real broker's cleaner never does, and a kept store below
-// that start would be reset and restored from scratch instead of
-// restoring from its checkpoint; the histories that keep stores therefore
-// begin with a record that sets a key nothing changes again, whose
-// changelog record keeps the start at zero. kfake also ignores
-// min.compaction.lag.ms (0 by default on a broker too), and drops a
-// tombstone at the first cleaning past delete.retention.ms, where a broker
-// waits for a second one: an earlier drop than a broker's.
+// cleans a partition's last batch (a broker never cleans the active
+// segment, the one the last batch went to), and it drops a record only for
+// a later one of the same key within the range it cleans, as a broker
+// does. Where it differs, the test stays within what a broker does: kfake
+// moves the partition's start offset to its first surviving batch, which a
+// broker's cleaner never does, and a kept store below that start is reset
+// and restores from scratch instead of from its checkpoint; so the
+// histories that keep stores begin with a record that sets a key nothing
+// changes again, whose changelog record keeps the start at zero. kfake
+// also ignores min.compaction.lag.ms (0 by default on a broker too), and
+// drops a tombstone at the first cleaning past delete.retention.ms, where
+// a broker drops it in a later cleaning than the one that first reached
+// it: an earlier drop than a broker's, which the runtime must survive too.
 //
 // LEARNER_LONG=1 plays many more histories; LEARNER_SEED=N replays one.
 func TestCompactedRestores(t *testing.T) {
@@ -67,10 +71,12 @@ func TestCompactedRestores(t *testing.T) {
 	}
 }
 
-// compactKeys are the keys the histories change, each a prefix of them:
-// few, so that records supersede each other often, and some histories
-// fewer than others, so that a record with a key of its own survives the
-// cleaner in some and not in others.
+// compactKeys are the keys the histories change, each history a prefix of
+// them: few, so that records supersede each other often. Fewer in some
+// histories than in others, and drawn with a bias towards the first (see
+// input), so that the first record of an input record whose first key is
+// seldom written outlives the records of its other keys, which the
+// cleaner drops: the case a restore must not get wrong.
 var compactKeys = []string{"k0", "k1", "k2", "k3", "k4", "k5"}
 
 // anchorKey is the key the first input record of a history that keeps
@@ -86,8 +92,9 @@ type compactionHistory struct {
 	stores    []*state.MemoryStores // those of every member so far, which a restart may keep
 	processed chan string           // the values of the records processed
 	reads     chan compactionRead
-	done      <-chan error
-	stop      func()
+	members   []compactionMember
+	died      chan error // the error of a member's Run that returned unstopped
+	standbys  int        // learner.Options.Standbys: 1 with two members
 	model     map[string]string
 	inputs    int
 	keys      []string // the history's prefix of compactKeys
@@ -96,6 +103,13 @@ type compactionHistory struct {
 
 	mu        sync.Mutex
 	failAfter int // changelog produce requests to let through before failing one; -1: none
+}
+
+// compactionMember is a running member: its stores, and what stops it as a
+// crash would.
+type compactionMember struct {
+	stores *state.MemoryStores
+	stop   func()
 }
 
 // compactionRead is the state a read record found.
@@ -108,7 +122,8 @@ func playCompaction(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	changelog := state.ChangelogTopic("g", 0)
 	h := &compactionHistory{t: t, rng: rng, c: newCluster(t, "in", changelog),
-		processed: make(chan string, 1000), reads: make(chan compactionRead, 100), model: map[string]string{}, failAfter: -1}
+		processed: make(chan string, 1000), reads: make(chan compactionRead, 100), died: make(chan error, 1),
+		model: map[string]string{}, failAfter: -1}
 	h.keys = compactKeys[:2+rng.IntN(len(compactKeys)-1)]
 	h.ops = []string{"ssaad", "sadd", "sd"}[rng.IntN(3)]
 	dropTombstones := rng.IntN(2) == 0
@@ -117,9 +132,14 @@ func playCompaction(t *testing.T, seed uint64, steps int) {
 	}
 	t.Logf("keys %q, operations %q, delete.retention.ms=0: %v", h.keys, h.ops, dropTombstones)
 	h.failWrites(changelog)
+	if rng.IntN(2) == 0 { // a second member, whose standby takes the task over when the first stops
+		h.standbys = 1
+		h.start(h.newStores())
+	}
 	h.start(h.newStores())
+	t.Logf("members: %d", len(h.members))
 	if !dropTombstones {
-		h.produce("0 s:" + anchorKey)
+		h.produce("0 s:" + anchorKey) // keeps kfake's start offset at zero
 	}
 	for range steps {
 		recs := make([]string, 1+rng.IntN(4))
@@ -137,7 +157,7 @@ func playCompaction(t *testing.T, seed uint64, steps int) {
 				h.produce(rec)
 			}
 		}
-		if failing || rng.IntN(3) == 0 {
+		if failing || rng.IntN(3) == 0 { // after a failed write, only a read tells when the member is done
 			h.read()
 		}
 		if rng.IntN(3) != 0 {
@@ -155,7 +175,8 @@ func playCompaction(t *testing.T, seed uint64, steps int) {
 }
 
 // input returns a new input record's value: its number, then 1 to 4
-// operations "s:<key>" (set), "a:<key>" (append) or "d:<key>" (delete).
+// operations "s:<key>" (set), "a:<key>" (append) or "d:<key>" (delete),
+// drawn from h.ops, on keys of h.keys, the first ones the likeliest.
 func (h *compactionHistory) input() string {
 	h.inputs++
 	ops := []string{strconv.Itoa(h.inputs)}
@@ -196,9 +217,10 @@ func applyInput(value string, get func(key string) (string, error), put func(key
 }
 
 // start runs a member with stores.
-func (h *compactionHistory) start(stores state.Stores) {
-	h.done, h.stop = h.c.run(state.Config{
+func (h *compactionHistory) start(stores *state.MemoryStores) {
+	done, stop := h.c.run(state.Config{
 		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Options:       learner.Options{Standbys: h.standbys},
 		Stores:        stores,
 		Process: func(ctx *state.Context, rec *kgo.Record) error {
 			if strings.HasPrefix(string(rec.Value), "read") {
@@ -212,9 +234,22 @@ func (h *compactionHistory) start(stores state.Stores) {
 		},
 		Observer: state.Observer{
 			Processed: func(_ string, rec *kgo.Record) { h.processed <- string(rec.Value) },
-			Error:     func(err error) { h.t.Log(err) },
+			Running: func(task string, replayed int64) {
+				h.t.Logf("task %s runs, %d changelog records replayed", task, replayed)
+			},
+			Error: func(err error) { h.t.Log(err) },
 		},
 	})
+	var stopped atomic.Bool
+	go func() {
+		if err := <-done; !stopped.Load() {
+			h.died <- err
+		}
+	}()
+	h.members = append(h.members, compactionMember{stores, func() {
+		stopped.Store(true)
+		stop()
+	}})
 }
 
 // readState returns the task's keys and values.
@@ -304,7 +339,7 @@ func (h *compactionHistory) waitProcessed(value string) {
 			if v == value {
 				return
 			}
-		case err := <-h.done:
+		case err := <-h.died:
 			h.t.Fatalf("Run returned %v waiting for the processing of %s", err, value)
 		case <-timeout:
 			h.t.Fatalf("no processing of %s after 20s", value)
@@ -342,19 +377,25 @@ func (h *compactionHistory) compact() {
 	h.t.Logf("compacted: changelog keys %q", h.c.changelogKeys(state.ChangelogTopic("g", 0), 0))
 }
 
-// restart stops the member as a crash would and starts another, whose
+// restart stops a member as a crash would and starts another, whose
 // state must be the model's: with the stores of an earlier member if keep,
 // the last one's or an older one's, or else with fresh ones (a restore
-// from scratch).
+// from scratch). With two members, the one stopped may be the standby.
 func (h *compactionHistory) restart(keep bool) {
 	h.t.Helper()
-	h.stop()
+	i := h.rng.IntN(len(h.members))
+	h.t.Logf("stop member %d of %d", i+1, len(h.members))
+	h.members[i].stop()
+	h.members = slices.Delete(h.members, i, i+1)
+	idle := slices.DeleteFunc(slices.Clone(h.stores), func(s *state.MemoryStores) bool {
+		return slices.ContainsFunc(h.members, func(m compactionMember) bool { return m.stores == s })
+	})
 	if keep {
-		i := h.rng.IntN(len(h.stores))
-		h.t.Logf("restart with the stores of member %d of %d", i+1, len(h.stores))
-		h.start(h.stores[i])
+		i := h.rng.IntN(len(idle))
+		h.t.Logf("restart with the stores of member %d of %d", slices.Index(h.stores, idle[i])+1, len(h.stores))
+		h.start(idle[i])
 	} else {
-		h.t.Logf("restart with fresh stores")
+		h.t.Log("restart with fresh stores")
 		h.start(h.newStores())
 	}
 	h.read()
