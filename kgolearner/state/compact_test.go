@@ -37,8 +37,9 @@ import (
 //
 // Half the histories set the changelog's delete.retention.ms to 0, so that
 // the cleaner drops tombstones as soon as it reaches them. Those restore
-// from scratch only: a store kept past a tombstone the cleaner dropped
-// keeps the key (README, Restarts), as Kafka Streams' does.
+// from scratch only, with one member: a store kept past a tombstone the
+// cleaner dropped keeps the key (README, Restarts), as Kafka Streams' does,
+// and a standby behind the cleaner is such a store.
 //
 // kfake's cleaner is close enough to a real broker's for this: it never
 // cleans a partition's last batch (a broker never cleans the active
@@ -132,7 +133,11 @@ func playCompaction(t *testing.T, seed uint64, steps int) {
 	}
 	t.Logf("keys %q, operations %q, delete.retention.ms=0: %v", h.keys, h.ops, dropTombstones)
 	h.failWrites(changelog)
-	if rng.IntN(2) == 0 { // a second member, whose standby takes the task over when the first stops
+	// A second member, whose standby takes the task over when the first
+	// stops. Not with tombstones dropped at once: a standby paused (an
+	// active task of its member catching up) or slow to fetch may miss a
+	// tombstone, as a store kept past one does.
+	if !dropTombstones && rng.IntN(2) == 0 {
 		h.standbys = 1
 		h.start(h.newStores())
 	}
