@@ -102,8 +102,8 @@ type compactionHistory struct {
 	ops       string   // the operations input draws from, with their weights
 	readsMade int      // reads produced so far
 
-	mu        sync.Mutex
-	failAfter int // changelog produce requests to let through before failing one; -1: none
+	mu       sync.Mutex
+	failures []bool // the fate of the member's next changelog produce requests: true fails one
 }
 
 // compactionMember is a running member: its stores, and what stops it as a
@@ -124,7 +124,7 @@ func playCompaction(t *testing.T, seed uint64, steps int) {
 	changelog := state.ChangelogTopic("g", 0)
 	h := &compactionHistory{t: t, rng: rng, c: newCluster(t, "in", changelog),
 		processed: make(chan string, 1000), reads: make(chan compactionRead, 100), died: make(chan error, 1),
-		model: map[string]string{}, failAfter: -1}
+		model: map[string]string{}}
 	h.keys = compactKeys[:2+rng.IntN(len(compactKeys)-1)]
 	h.ops = []string{"ssaad", "sadd", "sd"}[rng.IntN(3)]
 	dropTombstones := rng.IntN(2) == 0
@@ -153,7 +153,20 @@ func playCompaction(t *testing.T, seed uint64, steps int) {
 		}
 		failing := rng.IntN(4) == 0
 		if failing {
-			h.armFailure(rng.IntN(2))
+			// One request fails, the first or the second; or up to 6
+			// in a row pass or fail at random, so that the writes that
+			// complete a group cut short may be cut short too.
+			fates := []bool{true}
+			if rng.IntN(2) == 0 {
+				fates = []bool{false, true}
+			}
+			if rng.IntN(3) == 0 {
+				fates = make([]bool, 6)
+				for i := range fates {
+					fates[i] = rng.IntN(2) == 0
+				}
+			}
+			h.armFailures(fates)
 		}
 		if rng.IntN(2) == 0 {
 			h.produce(recs...) // one poll, most likely: one batch
@@ -270,11 +283,11 @@ func readState(ctx *state.Context) map[string]string {
 	return got
 }
 
-// failWrites refuses, once armed (armFailure), one of the member's
-// produce requests to the changelog, as a broker failing a batch for a
-// passing reason (see cluster.failProduce): the records before it stay,
-// and the write may cut an input record's group short. The member restores
-// what reached the changelog and processes the rest again.
+// failWrites refuses the member's produce requests to the changelog that
+// armFailures says to, as a broker failing a batch for a passing reason
+// (see cluster.failProduce): the records before it stay, and the write may
+// cut an input record's group short. The member restores what reached the
+// changelog and processes the rest again.
 func (h *compactionHistory) failWrites(changelog string) {
 	id := topicID(h.t, h.c.admin(), changelog) // Produce v13 names topics by ID
 	h.c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
@@ -284,24 +297,24 @@ func (h *compactionHistory) failWrites(changelog string) {
 		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		switch h.failAfter {
-		case -1:
+		if len(h.failures) == 0 {
 			return nil, nil, false
-		case 0:
-			h.failAfter = -1
-			return state.RefusedProduce(kr, kerr.UnknownServerError.Code), nil, true
 		}
-		h.failAfter--
-		return nil, nil, false
+		fail := h.failures[0]
+		h.failures = h.failures[1:]
+		if !fail {
+			return nil, nil, false
+		}
+		return state.RefusedProduce(kr, kerr.UnknownServerError.Code), nil, true
 	})
 }
 
-// armFailure fails the member's changelog produce request after the next
-// skip ones, until the next read.
-func (h *compactionHistory) armFailure(skip int) {
-	h.t.Logf("fail the changelog write after %d", skip)
+// armFailures sets the fates of the member's next changelog produce
+// requests, until the next read: true fails one.
+func (h *compactionHistory) armFailures(fates []bool) {
+	h.t.Logf("fates of the next changelog writes (true fails): %v", fates)
 	h.mu.Lock()
-	h.failAfter = skip
+	h.failures = fates
 	h.mu.Unlock()
 }
 
@@ -325,10 +338,12 @@ func (h *compactionHistory) produce(values ...string) {
 			return nil
 		}))
 	}
-	h.c.produce(recs...)
+	// Checked before the records go: a failure that strikes their write
+	// is armed by then.
 	h.mu.Lock()
-	armed := h.failAfter >= 0
+	armed := len(h.failures) > 0
 	h.mu.Unlock()
+	h.c.produce(recs...)
 	if !armed {
 		h.waitProcessed(values[len(values)-1])
 	}
@@ -362,7 +377,7 @@ func (h *compactionHistory) read() {
 	h.c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte(value)})
 	h.waitProcessed(value)
 	h.mu.Lock()
-	h.failAfter = -1
+	h.failures = nil
 	h.mu.Unlock()
 	found := false
 	for len(h.reads) > 0 {
