@@ -87,4 +87,14 @@ func TestTrack(t *testing.T) {
 	tk.track(20, a, p2, false, []Change{b}) // the group written again from its start
 	require.Equal(t, []Change{b}, tk.pending, "pending after a second first record")
 	require.Equal(t, int64(20), tk.pendingFrom)
+
+	// complete's write of b and c landed b, failed c, and its retry
+	// landed b again and failed c: c is still missing.
+	tk.track(21, a, p1, false, []Change{b, c})
+	tk.track(22, b, p1, false, nil)
+	tk.track(23, b, p1, false, nil)
+	require.Equal(t, []Change{c}, tk.pending, "pending after a key of the group written again")
+	tk.track(24, a, p1, false, nil)
+	require.Equal(t, []Change{c}, tk.pending, "pending after the group's first key written again")
+	require.Equal(t, []Change{c}, tk.track(25, a, p2, false, nil), "lost when a later input record ends the group")
 }

@@ -189,8 +189,9 @@ func (r *Runtime) applyRestored(t *task, recs []*kgo.Record, resets uint64) (int
 
 // track follows the changelog's groups (see groupHeader) as records are
 // restored: a record carrying others starts a group whose records follow
-// at the same position; any other record, or one of another position,
-// ends it. What is left of the last group is t.pending. The idempotent
+// at the same position; a key of the group written again at that position
+// (a retried write) leaves it as it is, and any other record, or one of
+// another position, ends it. What is left of the last group is t.pending. The idempotent
 // producer's prefix guarantee means only the changelog's last group can
 // be cut short by its writer; compaction may drop records of earlier
 // groups, whose keys later records then write. So when a record of a
@@ -207,16 +208,24 @@ func (t *task) track(offset int64, ch Change, pos []byte, marker bool, others []
 	switch {
 	case others != nil:
 		t.pending = make([]Change, len(others)) // others alias the fetch's buffer
+		t.groupKeys = append(t.groupKeys[:0], slices.Clone(ch.Key))
 		for i, o := range others {
 			t.pending[i] = Change{Key: slices.Clone(o.Key), Value: cloneValue(o.Value)}
+			t.groupKeys = append(t.groupKeys, t.pending[i].Key)
 		}
 		t.pendingPos, t.pendingFrom = slices.Clone(pos), offset
 	case len(t.pending) > 0 && !marker && bytes.Equal(pos, t.pendingPos):
-		if i := slices.IndexFunc(t.pending, func(p Change) bool { return bytes.Equal(p.Key, ch.Key) }); i >= 0 {
+		same := func(k []byte) bool { return bytes.Equal(k, ch.Key) }
+		if i := slices.IndexFunc(t.pending, func(p Change) bool { return same(p.Key) }); i >= 0 {
 			t.pending = slices.Delete(t.pending, i, i+1)
-		} else {
+		} else if !slices.ContainsFunc(t.groupKeys, same) {
 			t.pending = nil // not of the group: a new one of the same position
 		}
+		// Else a key of the group written again: a retry of complete's
+		// write whose first try landed in part. The rest is still
+		// missing; forgetting it would let this member run without
+		// writing it, and a restore from scratch lose it once compaction
+		// drops the group's first record.
 	default:
 		t.pending = nil
 	}

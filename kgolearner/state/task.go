@@ -54,7 +54,8 @@ type task struct {
 	pending     []Change
 	pendingPos  []byte
 	pendingFrom int64
-	resetAt     uint64 // Runtime.resets after the store's last reset
+	groupKeys   [][]byte // every key of pending's group, the first record's too (track)
+	resetAt     uint64   // Runtime.resets after the store's last reset
 
 	stops atomic.Uint64 // StopActive calls so far (see Runtime.commitQueued)
 }
