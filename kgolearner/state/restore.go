@@ -191,10 +191,10 @@ func (r *Runtime) applyRestored(t *task, recs []*kgo.Record, resets uint64) (int
 // restored: a record carrying others starts a group whose records follow
 // at the same position; a key of the group written again at that position
 // (a retried write) leaves it as it is, and any other record, or one of
-// another position, ends it. What is left of the last group is t.pending. The idempotent
-// producer's prefix guarantee means only the changelog's last group can
-// be cut short by its writer; compaction may drop records of earlier
-// groups, whose keys later records then write. So when a record of a
+// another position, ends it. What is left of the last group is t.pending.
+// The idempotent producer's prefix guarantee means only the changelog's
+// last group can be cut short by its writer; compaction may drop records
+// of earlier groups, whose keys later records then write. So when a record of a
 // later input record (another position) ends a group, track returns what
 // the group still lacked: keys whose old values its first record carried
 // and the restore applied. Each must be deleted: a later record writes it
