@@ -187,9 +187,9 @@ const (
 // members or event line. Events come in time order, within the duration.
 // A scenario has at most 10,000 tasks, 2,000 members, 10,000 events and
 // 100,000 IDs written (ranges expanded), lines of at most 1 MB and
-// MaxScenarioSize bytes.
-// Check, which Run calls, also bounds its Work. A UTF-8 byte-order mark at
-// the start is skipped, as the notation's parser skips one.
+// MaxScenarioSize bytes. Check, which Run calls, also bounds its Work. A
+// UTF-8 byte-order mark at the start is skipped, as the notation's parser
+// skips one.
 //
 // Every error wraps ErrScenario; one about a line of src is a *LineError.
 func Parse(src string) (*Scenario, error) {
@@ -251,17 +251,20 @@ func Parse(src string) (*Scenario, error) {
 			*dst = v
 			return nil
 		}
-		if isSetting(f[0], durations) {
+		switch f[0] {
+		case "tasks", "stateless": // each adds to the scenario
+		case "members", "at":
+			if firstRated == 0 {
+				firstRated = n
+			}
+		default: // a setting, or a directive refused below
 			if prev := settingLine[f[0]]; prev > 0 {
 				return nil, fail("%s set twice (also on line %d)", f[0], prev)
 			}
 			settingLine[f[0]] = n
-		}
-		if f[0] == "restore-rate" && firstRated > 0 {
-			return nil, fail("restore-rate after line %d, whose members it would not apply to", firstRated)
-		}
-		if (f[0] == "members" || f[0] == "at") && firstRated == 0 {
-			firstRated = n
+			if f[0] == "restore-rate" && firstRated > 0 {
+				return nil, fail("restore-rate after line %d, whose members it would not apply to", firstRated)
+			}
 		}
 		var err error
 		switch f[0] {
@@ -336,16 +339,6 @@ const MaxScenarioSize = 64 << 20
 // MaxStandbys bounds the standbys setting: more copies than that is no
 // configuration anyone runs, and it keeps the placement loops small.
 const MaxStandbys = 8
-
-// isSetting reports whether a directive sets one of the scenario's
-// settings, which a scenario gives at most once.
-func isSetting(directive string, durations []durationSetting) bool {
-	switch directive {
-	case "standbys", "handover", "max-warmups", "restore-rate":
-		return true
-	}
-	return slices.ContainsFunc(durations, func(ds durationSetting) bool { return ds.name == directive })
-}
 
 // RangeError reports a setting outside its allowed range. Name is the
 // setting as the scenario format and the command's flags spell it, Got the
