@@ -53,14 +53,7 @@ func playHistories(t *testing.T, steps int, faults bool) {
 	if testseed.Long() {
 		histories, steps = 5, 16
 	}
-	seed, replay := testseed.Seed(t)
-	if replay {
-		histories = 1
-	}
-	for h := range histories {
-		seed := seed + uint64(h)
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { playHistory(t, seed, steps, faults) })
-	}
+	testseed.Run(t, histories, func(t *testing.T, seed uint64) { playHistory(t, seed, steps, faults) })
 }
 
 // inject strikes m's next request of a random group key with a fault a

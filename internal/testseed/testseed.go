@@ -5,6 +5,7 @@
 package testseed
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -30,4 +31,19 @@ func Seed(tb testing.TB) (seed uint64, replay bool) {
 		tb.Fatalf("LEARNER_SEED=%q: want an unsigned 64-bit decimal: %v", s, err)
 	}
 	return n, true
+}
+
+// Run runs play in n subtests named seed=N, with seeds counting up from
+// Seed's, or in the one LEARNER_SEED names: a failing subtest's name is
+// what replays it.
+func Run(t *testing.T, n int, play func(t *testing.T, seed uint64)) {
+	t.Helper()
+	seed, replay := Seed(t)
+	if replay {
+		n = 1
+	}
+	for i := range n {
+		seed := seed + uint64(i)
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { play(t, seed) })
+	}
 }

@@ -62,14 +62,7 @@ func TestCompactedRestores(t *testing.T) {
 	if testseed.Long() {
 		histories, steps = 200, 25
 	}
-	seed, replay := testseed.Seed(t)
-	if replay {
-		histories = 1
-	}
-	for h := range histories {
-		seed := seed + uint64(h)
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { playCompaction(t, seed, steps) })
-	}
+	testseed.Run(t, histories, func(t *testing.T, seed uint64) { playCompaction(t, seed, steps) })
 }
 
 // compactKeys are the keys the histories change, each history a prefix of

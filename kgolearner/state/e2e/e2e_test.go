@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -53,20 +52,14 @@ func TestRandomScript(t *testing.T) {
 	if testseed.Long() {
 		seeds, strategies = 3, e2e.Strategies
 	}
-	seed, replay := testseed.Seed(t)
-	if replay {
-		seeds = 1
-	}
-	for i := range seeds {
+	testseed.Run(t, seeds, func(t *testing.T, seed uint64) {
 		cfg := e2e.Small
 		cfg.Log = t.Logf
-		cfg.Steps, cfg.Seed = 8, seed+uint64(i)
-		t.Run(fmt.Sprintf("seed=%d", cfg.Seed), func(t *testing.T) {
-			for _, s := range strategies {
-				t.Run(s.Name, func(t *testing.T) { playScript(t, cfg, s) })
-			}
-		})
-	}
+		cfg.Steps, cfg.Seed = 8, seed
+		for _, s := range strategies {
+			t.Run(s.Name, func(t *testing.T) { playScript(t, cfg, s) })
+		}
+	})
 }
 
 func playScript(t *testing.T, cfg e2e.Config, s e2e.Strategy) {
