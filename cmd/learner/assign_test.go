@@ -39,7 +39,7 @@ func TestAssignInputTooLong(t *testing.T) {
 	code := run([]string{"assign", "-"}, r, &out, &errb)
 	assert.Equal(t, 2, code, "learner assign - < /dev/zero: exit code (stderr %q)", errb.String())
 	assert.Empty(t, out.String(), "learner assign - < /dev/zero: stdout")
-	assert.Equal(t, "learner assign: standard input is longer than 67108864 bytes\n", errb.String())
+	assert.Equal(t, "learner assign: <standard input> is longer than 67108864 bytes\n", errb.String())
 }
 
 // tapped reads as /dev/zero does, but fails once max bytes are read.

@@ -25,10 +25,12 @@ func atLine(input string, line int, msg string) string {
 	return fmt.Sprintf("%s:%d: %s", input, line, msg)
 }
 
-// describe is err's text for standard error: placed at its line of the
-// input (a rebalance, a scenario script or a simulator's scenario) when it
-// has one, from the fields rather than the text, which carries the package
-// prefix and "line N".
+// describe is err's text for standard error, an error of the input (a
+// rebalance, a scenario script or a simulator's scenario): placed at its
+// line when it has one, from the fields rather than the text, which
+// carries the package prefix and "line N"; else after the input's name, as
+// gofmt names a file it cannot parse, so that a run over many files still
+// says which one lacks, say, a duration.
 func describe(input string, err error) string {
 	var se *learner.SyntaxError
 	var le *learner.LineError
@@ -41,21 +43,21 @@ func describe(input string, err error) string {
 	case errors.As(err, &sle):
 		return atLine(input, sle.Line, sle.Msg)
 	}
-	return err.Error()
+	return input + ": " + err.Error()
 }
 
 // readInput reads the named file, or stdin for "" and "-", up to limit
 // bytes: a longer input is an error once limit+1 bytes are in, so that an
 // endless one (/dev/zero) fails instead of filling memory.
 func readInput(name string, stdin io.Reader, limit int64) ([]byte, error) {
-	r, shown := stdin, "standard input"
+	r, shown := stdin, inputName(name)
 	if name != "" && name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
 			return nil, err
 		}
 		defer f.Close()
-		r, shown = f, name
+		r = f
 	}
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	switch {

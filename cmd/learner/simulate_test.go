@@ -197,7 +197,7 @@ func TestSimulateScenarioTooLong(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"simulate", "-scenario", "-"}, zeros{}, &out, &errb)
 	assert.Equal(t, 2, code, "learner simulate -scenario - < /dev/zero: exit code (stderr %q)", errb.String())
-	assert.Equal(t, "learner simulate: -scenario: standard input is longer than 67108864 bytes\n", errb.String())
+	assert.Equal(t, "learner simulate: -scenario: <standard input> is longer than 67108864 bytes\n", errb.String())
 }
 
 // zeros reads as /dev/zero does: zero bytes without end.
