@@ -102,6 +102,92 @@ func TestFailedWriteRewindsStatelessInputs(t *testing.T) {
 	require.Equal(t, map[string]int{"0_0 a": 5, "0_0 b": 5, "0_1 a": 5, "0_1 b": 5}, processed, "records processed by task and topic after a failed write")
 }
 
+// counter is a member of one stateful subtopology over "in" (2 partitions)
+// whose writes time out after 1 s (Config.DeliveryTimeout), for the tests
+// of a stalled write. Process counts in key "k" the records of its task,
+// emitting the count before to "out", or sends the count to read for a
+// record "read".
+type counter struct {
+	*cluster
+	done      <-chan error
+	processed atomic.Int64
+	read      chan int
+	errs      chan timedErr // the Error events
+}
+
+// timedErr is an Error event and when it came.
+type timedErr struct {
+	at  time.Time
+	err error
+}
+
+// newCounter starts a counter, with opts added to its ClientOpts, and
+// returns once it processed a first record.
+func newCounter(t *testing.T, opts ...kgo.Opt) *counter {
+	c := &counter{cluster: newCluster(t, "in", "out"), read: make(chan int, 1), errs: make(chan timedErr, 10)}
+	first := make(chan struct{})
+	c.done, _ = c.run(state.Config{
+		Subtopologies:   []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		DeliveryTimeout: time.Second,
+		ClientOpts:      opts,
+		Process: func(ctx *state.Context, rec *kgo.Record) error {
+			v, _, err := ctx.Get([]byte("k"))
+			if err != nil {
+				return err
+			}
+			n, _ := strconv.Atoi(string(v))
+			if string(rec.Value) == "read" {
+				select {
+				case c.read <- n:
+				default:
+				}
+				return nil
+			}
+			ctx.Emit(&kgo.Record{Topic: "out", Partition: 0, Value: v, Timestamp: rec.Timestamp})
+			return ctx.Put([]byte("k"), []byte(strconv.Itoa(n+1)))
+		},
+		Observer: state.Observer{
+			Processed: func(string, *kgo.Record) {
+				if c.processed.Add(1) == 1 {
+					close(first)
+				}
+			},
+			Error: func(err error) {
+				t.Log(err)
+				select {
+				case c.errs <- timedErr{time.Now(), err}:
+				default:
+				}
+			},
+		},
+	})
+	c.in("1")
+	waitFor(t, c.done, first, "first record processed")
+	return c
+}
+
+// in writes a record of value v to "in" partition 0, an hour old (see
+// TestStalledWriteIsReported).
+func (c *counter) in(v string) {
+	c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte(v), Timestamp: time.Now().Add(-time.Hour)})
+}
+
+// count writes a record "read" and returns the count Process read, failing
+// the test if Run returns first or after 20 s.
+func (c *counter) count() int {
+	c.t.Helper()
+	c.in("read")
+	select {
+	case n := <-c.read:
+		return n
+	case err := <-c.done:
+		c.t.Fatalf("Run returned %v", err)
+	case <-time.After(20 * time.Second):
+		c.t.Fatal("no read after 20s")
+	}
+	return 0
+}
+
 // A changelog write the broker keeps answering NOT_ENOUGH_REPLICAS (fewer
 // in-sync replicas than the topic's min.insync.replicas), which kgo
 // retries without end, fails after Config.DeliveryTimeout: each timeout is
@@ -113,83 +199,31 @@ func TestFailedWriteRewindsStatelessInputs(t *testing.T) {
 // once (set to 2 minutes in ClientOpts, without a fault: no record
 // processed in 24 s, 217 Error events).
 func TestStalledWriteIsReported(t *testing.T) {
-	c := newCluster(t, "in", "out")
-	old := time.Now().Add(-time.Hour)
-	in := func(v string) { c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte(v), Timestamp: old}) }
-	var processed atomic.Int64
-	type timedErr struct {
-		at  time.Time
-		err error
-	}
-	first, read, stalled := make(chan struct{}), make(chan int, 1), make(chan timedErr, 10)
-	done, _ := c.run(state.Config{
-		Subtopologies:   []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
-		DeliveryTimeout: time.Second,
-		// kgo tries a write answered NOT_ENOUGH_REPLICAS again at its
-		// next metadata refresh, and fails it there once timed out.
-		ClientOpts: []kgo.Opt{kgo.MetadataMinAge(250 * time.Millisecond)},
-		Process: func(ctx *state.Context, rec *kgo.Record) error {
-			v, _, err := ctx.Get([]byte("k"))
-			if err != nil {
-				return err
-			}
-			n, _ := strconv.Atoi(string(v))
-			if string(rec.Value) == "read" {
-				select {
-				case read <- n:
-				default:
-				}
-				return nil
-			}
-			ctx.Emit(&kgo.Record{Topic: "out", Partition: 0, Value: v, Timestamp: rec.Timestamp})
-			return ctx.Put([]byte("k"), []byte(strconv.Itoa(n+1)))
-		},
-		Observer: state.Observer{
-			Processed: func(string, *kgo.Record) {
-				if processed.Add(1) == 1 {
-					close(first)
-				}
-			},
-			Error: func(err error) {
-				t.Log(err)
-				if errors.Is(err, context.DeadlineExceeded) {
-					select {
-					case stalled <- timedErr{time.Now(), err}:
-					default:
-					}
-				}
-			},
-		},
-	})
-	in("1")
-	waitFor(t, done, first, "first record processed")
+	// kgo tries a write answered NOT_ENOUGH_REPLICAS again at its next
+	// metadata refresh, and fails it there once timed out.
+	c := newCounter(t, kgo.MetadataMinAge(250*time.Millisecond))
 	fault := c.c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: state.ChangelogTopic("g", 0), Err: kerr.NotEnoughReplicas, Count: -1})
-	in("2")
-	in("3")
+	c.in("2")
+	c.in("3")
 	var events []time.Time
-	for i := range 2 {
+	for len(events) < 2 {
 		select {
-		case e := <-stalled:
+		case e := <-c.errs:
+			if !errors.Is(e.err, context.DeadlineExceeded) {
+				continue
+			}
 			require.ErrorContains(t, e.err, "state: write: changelog: not acknowledged within 1s (Config.DeliveryTimeout)")
 			events = append(events, e.at)
-		case err := <-done:
+		case err := <-c.done:
 			t.Fatalf("Run returned %v", err)
 		case <-time.After(20 * time.Second):
-			t.Fatalf("no Error event %d of the stalled write after 20s", i+1)
+			t.Fatalf("no Error event %d of the stalled write after 20s", len(events)+1)
 		}
 	}
 	require.GreaterOrEqual(t, events[1].Sub(events[0]), time.Second, "time between two Error events of the stalled write")
-	require.Equal(t, int64(1), processed.Load(), "records processed while the changelog refuses writes")
+	require.Equal(t, int64(1), c.processed.Load(), "records processed while the changelog refuses writes")
 	fault.Remove()
-	in("read")
-	select {
-	case n := <-read:
-		require.Equal(t, 3, n, "count once the changelog takes writes again")
-	case err := <-done:
-		t.Fatalf("Run returned %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("no read after 20s")
-	}
+	require.Equal(t, 3, c.count(), "count once the changelog takes writes again")
 }
 
 // Put refuses the keys a changelog cannot hold apart from the runtime's
