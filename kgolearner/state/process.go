@@ -613,7 +613,9 @@ func (r *Runtime) readLimits() {
 // than wait for kgo to give up on them (it retries a deleted topic's for
 // many seconds). The records' context ends after Config.DeliveryTimeout
 // too, rather than kgo.RecordDeliveryTimeout, which kgo counts from each
-// record's Timestamp, not from now: kgo then fails the records it may.
+// record's Timestamp, not from now: kgo then fails the records it may,
+// not those of a write it sent without learning its fate (see
+// Config.DeliveryTimeout).
 func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 	if len(recs) == 0 {
 		return nil

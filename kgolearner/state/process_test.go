@@ -3,6 +3,7 @@ package state_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -193,11 +194,13 @@ func (c *counter) count() int {
 // retries without end, fails after Config.DeliveryTimeout: each timeout is
 // an Error event and the batch goes round again, rather than a silent
 // stall (before: 15 s of the fault, no Error event, nothing processed).
-// Once the fault ends the count is exact. The input records are an hour
-// old and the output carries their timestamps: kgo.RecordDeliveryTimeout,
-// which kgo counts from a record's timestamp, fails every such output at
-// once (set to 2 minutes in ClientOpts, without a fault: no record
-// processed in 24 s, 217 Error events).
+// Once the fault ends the count is exact. The event names the deadline,
+// not the broker's code: kgo fails the records with their context's error
+// and keeps NOT_ENOUGH_REPLICAS in its debug log only. The input records
+// are an hour old and the output carries their timestamps:
+// kgo.RecordDeliveryTimeout, which kgo counts from a record's timestamp,
+// fails every such output at once (set to 2 minutes in ClientOpts, without
+// a fault: no record processed in 24 s, 217 Error events).
 func TestStalledWriteIsReported(t *testing.T) {
 	// kgo tries a write answered NOT_ENOUGH_REPLICAS again at its next
 	// metadata refresh, and fails it there once timed out.
@@ -213,6 +216,7 @@ func TestStalledWriteIsReported(t *testing.T) {
 				continue
 			}
 			require.ErrorContains(t, e.err, "state: write: changelog: not acknowledged within 1s (Config.DeliveryTimeout)")
+			require.NotErrorIs(t, e.err, kerr.NotEnoughReplicas, "kgo keeps the broker's code now: say so in Config.DeliveryTimeout and the README")
 			events = append(events, e.at)
 		case err := <-c.done:
 			t.Fatalf("Run returned %v", err)
@@ -224,6 +228,75 @@ func TestStalledWriteIsReported(t *testing.T) {
 	require.Equal(t, int64(1), c.processed.Load(), "records processed while the changelog refuses writes")
 	fault.Remove()
 	require.Equal(t, 3, c.count(), "count once the changelog takes writes again")
+}
+
+// A changelog write kgo sent and cannot tell landed or not is waited for
+// past Config.DeliveryTimeout, without an Error event: kgo fails none of
+// its records until an answer says the write is not on the broker (the
+// state README's Failures tells why the runtime keeps it so). Such are a
+// write the broker never answers (hung with its connections open, or its
+// answer lost; here kfake keeps the Produce requests to the changelog
+// without replying), where each try ends at its connection's read
+// deadline, kgo.ProduceRequestTimeout (1 s here) plus
+// kgo.RequestTimeoutOverhead (5 s, memberTimings), and kgo sends it again;
+// and a write answered REQUEST_TIMED_OUT or
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, which the broker wrote (kfake too),
+// and which kgo tries again after its backoff. Once the broker answers
+// otherwise the task goes on, with the count exact and each change in the
+// changelog once.
+func TestUncertainWriteIsWaitedFor(t *testing.T) {
+	changelog := state.ChangelogTopic("g", 0)
+	answered := func(code *kerr.Error) func(*counter) func() {
+		return func(c *counter) func() {
+			fault := c.c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: changelog, Err: code, Count: -1})
+			return fault.Remove
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		fault func(*counter) (end func())
+	}{
+		{"unanswered", func(c *counter) func() {
+			id := topicID(t, c.admin(), changelog) // Produce v13 names topics by ID
+			toChangelog := func(rt kmsg.ProduceRequestTopic) bool { return rt.Topic == changelog || rt.TopicID == id }
+			var hung atomic.Bool
+			hung.Store(true)
+			c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				c.c.KeepControl()
+				if !hung.Load() || !slices.ContainsFunc(kr.(*kmsg.ProduceRequest).Topics, toChangelog) {
+					return nil, nil, false
+				}
+				return nil, nil, true // handled without a response: kfake reads nothing more from the connection
+			})
+			return func() { hung.Store(false) }
+		}},
+		{"REQUEST_TIMED_OUT", answered(kerr.RequestTimedOut)},
+		{"NOT_ENOUGH_REPLICAS_AFTER_APPEND", answered(kerr.NotEnoughReplicasAfterAppend)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCounter(t, kgo.ProduceRequestTimeout(time.Second))
+			end := tc.fault(c)
+			c.in("2")
+			c.in("3")
+			select {
+			case e := <-c.errs:
+				t.Fatalf("Error event while the write's fate is unknown: %v", e.err)
+			case err := <-c.done:
+				t.Fatalf("Run returned %v", err)
+			case <-time.After(3 * time.Second):
+			}
+			require.Equal(t, int64(1), c.processed.Load(), "records processed while the write's fate is unknown")
+			end()
+			require.Equal(t, 3, c.count(), "count once the broker answers")
+			require.Eventually(t, func() bool { return c.processed.Load() == 4 }, 20*time.Second, 10*time.Millisecond, "records processed once the broker answers")
+			require.Equal(t, []string{"k", "k", "k"}, c.changelogKeys(changelog, 0), "changelog keys")
+			select {
+			case e := <-c.errs:
+				t.Fatalf("Error event: %v", e.err)
+			default:
+			}
+		})
+	}
 }
 
 // Put refuses the keys a changelog cannot hold apart from the runtime's

@@ -105,21 +105,37 @@ type Config struct {
 	// DeliveryTimeout bounds the wait for each of a batch's writes (its
 	// output, then its changelog records) to be acknowledged; zero or
 	// negative means 2 minutes, the producer's delivery.timeout.ms
-	// default, which Kafka Streams keeps. kgo retries without end a write the broker answers
-	// with a code Kafka marks retriable (NOT_ENOUGH_REPLICAS while a
-	// partition has fewer in-sync replicas than its min.insync.replicas,
-	// NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT), and the member would
-	// stall without a word. Past the timeout kgo fails the write at its
-	// next attempt (under NOT_ENOUGH_REPLICAS, at each metadata refresh:
-	// kgo.MetadataMinAge, 5 s by default), and the batch goes round again
-	// as any failed write does, with an Error event: one a timeout while
-	// the fault lasts. A record sent and not answered yet (a broker
-	// unreachable) is waited for still: failing it could break the
-	// idempotent producer's sequence. kgo.RecordDeliveryTimeout in
-	// ClientOpts applies too, but kgo counts it from each record's
-	// Timestamp: an output record that carries an input's timestamp
-	// older than that timeout fails at every try, and its task never
-	// progresses.
+	// default, which Kafka Streams keeps. kgo retries without end a
+	// write the broker answers with a code Kafka marks retriable
+	// (NOT_ENOUGH_REPLICAS while a partition has fewer in-sync replicas
+	// than its min.insync.replicas, NOT_LEADER_OR_FOLLOWER), and the
+	// member would stall without a word. Past the timeout kgo fails the
+	// write at its next attempt (under NOT_ENOUGH_REPLICAS, at each
+	// metadata refresh: kgo.MetadataMinAge, 5 s by default), and the
+	// batch goes round again as any failed write does, with an Error
+	// event: one a timeout while the fault lasts. The event wraps
+	// context.DeadlineExceeded, not the broker's code, which kgo drops
+	// (it logs it at kgo.LogLevelDebug only).
+	//
+	// The timeout does not bound a write kgo sent without learning its
+	// fate: one the broker never answers (hung with its connections
+	// open, an answer lost), which kgo sends again each time the
+	// connection's read deadline passes (kgo.ProduceRequestTimeout plus
+	// kgo.RequestTimeoutOverhead, 10 s + 10 s by default) until an
+	// answer acknowledges or refuses it, and one answered
+	// REQUEST_TIMED_OUT or NOT_ENOUGH_REPLICAS_AFTER_APPEND, which the
+	// broker may have written, and which kgo tries until it is
+	// acknowledged. Failing such a write could leave it to land later,
+	// so kgo does not, and the task waits for the broker, without an
+	// Error event; lower timeouts only make each try shorter.
+	// kgo.AllowIdempotentProduceCancellation in ClientOpts fails such a
+	// write at the timeout: it may then land after the batch's retry, as
+	// a zombie's does (see the README).
+	//
+	// kgo.RecordDeliveryTimeout in ClientOpts applies too, but kgo
+	// counts it from each record's Timestamp: an output record that
+	// carries an input's timestamp older than that timeout fails at
+	// every try, and its task never progresses.
 	DeliveryTimeout time.Duration
 	// Observer receives events; every field is optional.
 	Observer Observer
