@@ -458,8 +458,9 @@ func awaitSignal(t *testing.T, ch <-chan struct{}, what string) {
 }
 
 // The changelog's all-or-nothing input records rely on the idempotent
-// producer: a runtime whose ClientOpts disable it, or ask for fewer acks
-// than it needs (kgo refuses that), refuses to run, with ErrInvalidConfig.
+// producer: a runtime whose ClientOpts disable it, let it fail a write
+// kgo sent whose fate it does not know, or ask for fewer acks than it
+// needs (kgo refuses that), refuses to run, with ErrInvalidConfig.
 func TestIdempotentWritesRequired(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -467,6 +468,7 @@ func TestIdempotentWritesRequired(t *testing.T) {
 		want string
 	}{
 		{"disabled", kgo.DisableIdempotentWrite(), "state: ClientOpts disable idempotent writes"},
+		{"cancellable", kgo.AllowIdempotentProduceCancellation(), "state: ClientOpts allow idempotent produce cancellation"},
 		{"acks=1", kgo.RequiredAcks(kgo.LeaderAck()), "idempotency requires acks=all"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -127,10 +127,10 @@ type Config struct {
 	// broker may have written, and which kgo tries until it is
 	// acknowledged. Failing such a write could leave it to land later,
 	// so kgo does not, and the task waits for the broker, without an
-	// Error event; lower timeouts only make each try shorter.
-	// kgo.AllowIdempotentProduceCancellation in ClientOpts fails such a
-	// write at the timeout: it may then land after the batch's retry, as
-	// a zombie's does (see the README).
+	// Error event; lower timeouts only make each try shorter. Run
+	// refuses kgo.AllowIdempotentProduceCancellation in ClientOpts,
+	// which fails such a write at the timeout: it may then land after
+	// the batch's retry, as a zombie's does (see the README).
 	//
 	// kgo.RecordDeliveryTimeout in ClientOpts applies too, but kgo
 	// counts it from each record's Timestamp: an output record that
@@ -214,8 +214,8 @@ var ErrStore = errors.New("state: store")
 
 // ErrInvalidConfig is wrapped by the errors of a Config New or Run cannot
 // use: a missing field, a topology kgolearner refuses, ClientOpts kgo
-// refuses or that disable idempotent writes. It is kgolearner's, which
-// the errors of the topology wrap already.
+// refuses or that disable idempotent writes or allow their cancellation.
+// It is kgolearner's, which the errors of the topology wrap already.
 var ErrInvalidConfig = kgolearner.ErrInvalidConfig
 
 // New builds a runtime. Run starts it. Its errors wrap ErrInvalidConfig.
@@ -384,12 +384,22 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("state: %w: %w", ErrInvalidConfig, err) // kgo refuses only options
 	}
 	defer r.rcl.Close()
-	if off, _ := r.rcl.OptValue(kgo.DisableIdempotentWrite).(bool); off {
-		// Without it a refused batch may be followed by one that lands,
-		// and a restore would take that one's position without the
-		// refused changes (see groupHeader). Checked on the restore
-		// client, which has ClientOpts too, before anything is created.
-		return fmt.Errorf("state: ClientOpts disable idempotent writes, which the changelog relies on: %w", ErrInvalidConfig)
+	// Without idempotent writes a refused batch may be followed by one
+	// that lands, and a restore would take that one's position without
+	// the refused changes (see groupHeader). With cancellation a batch
+	// failed at its timeout may land after its retry (see
+	// Config.DeliveryTimeout). Checked on the restore client, which has
+	// ClientOpts too, before anything is created.
+	for _, o := range []struct {
+		opt  any
+		what string
+	}{
+		{kgo.DisableIdempotentWrite, "disable idempotent writes, which the changelog relies on"},
+		{kgo.AllowIdempotentProduceCancellation, "allow idempotent produce cancellation, whose failed writes may land after the changelog's next ones"},
+	} {
+		if on, _ := r.rcl.OptValue(o.opt).(bool); on {
+			return fmt.Errorf("state: ClientOpts %s: %w", o.what, ErrInvalidConfig)
+		}
 	}
 	var ids map[string][16]byte
 	if err := r.startRetry(ctx, func(ctx context.Context) (err error) {
