@@ -232,18 +232,18 @@ func TestStalledWriteIsReported(t *testing.T) {
 
 // A changelog write kgo sent and cannot tell landed or not is waited for
 // past Config.DeliveryTimeout, without an Error event: kgo fails none of
-// its records until an answer says the write is not on the broker (the
-// state README's Failures tells why the runtime keeps it so). Such are a
-// write the broker never answers (hung with its connections open, or its
-// answer lost; here kfake keeps the Produce requests to the changelog
-// without replying), where each try ends at its connection's read
-// deadline, kgo.ProduceRequestTimeout (1 s here) plus
-// kgo.RequestTimeoutOverhead (5 s, memberTimings), and kgo sends it again;
-// and a write answered REQUEST_TIMED_OUT or
-// NOT_ENOUGH_REPLICAS_AFTER_APPEND, which the broker wrote (kfake too),
-// and which kgo tries again after its backoff. Once the broker answers
-// otherwise the task goes on, with the count exact and each change in the
-// changelog once.
+// its records before an answer settles it (the state README's Failures
+// tells why the runtime keeps it so). Such are a write the broker never
+// answers (hung with its connections open, or its answer lost; here kfake
+// keeps the Produce requests to the changelog without replying), where
+// each try ends at its connection's read deadline,
+// kgo.ProduceRequestTimeout (1 s here) plus kgo.RequestTimeoutOverhead
+// (5 s, memberTimings), and kgo sends it again; and a write answered
+// REQUEST_TIMED_OUT or NOT_ENOUGH_REPLICAS_AFTER_APPEND, which the broker
+// may have written (kfake has), and which kgo tries again after its
+// backoff until it is acknowledged. Once the broker acknowledges it the
+// task goes on, with the count exact and each change in the changelog
+// once.
 func TestUncertainWriteIsWaitedFor(t *testing.T) {
 	changelog := state.ChangelogTopic("g", 0)
 	answered := func(code *kerr.Error) func(*counter) func() {
