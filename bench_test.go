@@ -61,7 +61,16 @@ func BenchmarkAssign(b *testing.B) {
 // every list of every member's report once, index each task with the
 // core's interner and record one slot per task. Assign's time over Floor's
 // is how far it is from that limit.
-func BenchmarkFloor(b *testing.B) {
+func BenchmarkFloor(b *testing.B) { benchFloor(b, true) }
+
+// BenchmarkFloorRead is Floor without the slots: every listed ID read and
+// looked up, nothing written. It is the part of the floor no assignor can
+// skip, and it shows how the read alone grows with the input: at 1,000 x
+// 100,000 the input fits the second-level cache between calls, at 10,000 x
+// 1,000,000 it does not (bench/results/issue15-read).
+func BenchmarkFloorRead(b *testing.B) { benchFloor(b, false) }
+
+func benchFloor(b *testing.B, slots bool) {
 	forEachBenchInput(b, func(b *testing.B, a *Assignor, members []MemberMetadata) {
 		want := 0
 		for i := range members {
@@ -71,24 +80,30 @@ func BenchmarkFloor(b *testing.B) {
 		var got int
 		tasks := len(a.Tasks())
 		cputime.Loop(b, func() error {
-			got = floorPass(a, tasks, members)
+			var slot []int32
+			if slots {
+				slot = make([]int32, tasks) // per call, as Assign's state must be
+			}
+			got = floorPass(a, slot, members)
 			return nil
 		})
 		require.Equal(b, want, got, "floorPass indexed %d tasks, want %d (every listed ID is a topology task)", got, want)
 	})
 }
 
-// floorPass indexes every task the members list and returns how many it
-// found in the topology of tasks tasks.
-func floorPass(a *Assignor, tasks int, members []MemberMetadata) int {
-	slot := make([]int32, tasks) // per call, as Assign's state must be
+// floorPass indexes every task the members list, recording in slot (if not
+// nil) the last member to list each, and returns how many it found in the
+// topology.
+func floorPass(a *Assignor, slot []int32, members []MemberMetadata) int {
 	found := 0
 	for r := range members {
 		m := &members[r]
 		for _, list := range [...][]string{m.Assigned, m.Revoked, m.Learning, m.Ready, m.Standby} {
 			for _, id := range list {
 				if t := a.TaskIndex(id); t >= 0 {
-					slot[t] = int32(r)
+					if slot != nil { // always or never taken in a call: predicted
+						slot[t] = int32(r)
+					}
 					found++
 				}
 			}
