@@ -90,6 +90,9 @@ type group struct {
 	rebalanceTimeout time.Duration
 	// instance holds the instance IDs (kgo.InstanceID) of static members.
 	instance map[string]string
+	// wrap, when set, wraps every member's Balancer: what kgo balances
+	// with, so that a test may change what the leader is given.
+	wrap func(*kgolearner.Balancer) kgo.GroupBalancer
 	// topologies holds the topologies of members of another version than
 	// topology's (a rolling upgrade): such a member runs the tasks the two
 	// share, and the tracker follows only topology's.
@@ -285,6 +288,9 @@ func (g *group) add(name string, autoReady bool) *member {
 	)
 	if id, ok := g.instance[name]; ok {
 		opts = append(opts, kgo.InstanceID(id))
+	}
+	if g.wrap != nil {
+		opts = append(opts, kgo.Balancers(g.wrap(b))) // replaces b.Opts()'s
 	}
 	cl, err := kgo.NewClient(opts...)
 	require.NoError(g.t, err)

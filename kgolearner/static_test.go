@@ -1,8 +1,18 @@
 package kgolearner_test
 
 import (
+	"maps"
+	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // staticGroup starts a balanced group of static members S1 to S3
@@ -48,4 +58,187 @@ func TestStaticMemberLeaves(t *testing.T) {
 	s2.close()
 	g.waitStable(s1, s3)
 	g.finishExactly()
+}
+
+// absentStatic plays what a real broker does with a static member that
+// misses a rebalance's join while its session lasts: Kafka's classic
+// coordinator drops only the dynamic members that did not rejoin
+// (completeGenericGroupJoin), so the member stays in the group, and the
+// leader's JoinGroup response lists it with the metadata of its last
+// JoinGroup, in every rebalance until it joins again. kfake drops it
+// instead. The test holds the member's JoinGroup (a ControlKey on the
+// broker), and every member's balancer adds the member back to the
+// JoinGroup response its leader reads, as a real broker sends it.
+type absentStatic struct {
+	g        *group
+	instance string
+	release  chan struct{}
+
+	mu       sync.Mutex
+	last     []byte                        // metadata of the member's last JoinGroup kfake read
+	ghost    *kmsg.JoinGroupResponseMember // set while the member is away
+	returned bool                          // its JoinGroup was let through
+	held     int                           // JoinGroups held
+	rounds   int                           // leader rounds that listed it while away
+}
+
+// keepAbsent installs absentStatic for the member of the instance ID on g,
+// before its members are added.
+func keepAbsent(g *group, instance string) *absentStatic {
+	a := &absentStatic{g: g, instance: instance, release: make(chan struct{})}
+	g.cluster.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		g.cluster.KeepControl()
+		r := req.(*kmsg.JoinGroupRequest)
+		if r.InstanceID == nil || *r.InstanceID != instance {
+			return nil, nil, false
+		}
+		a.mu.Lock()
+		hold := a.ghost != nil && a.held == 0
+		if hold {
+			a.held++
+		}
+		for _, p := range r.Protocols {
+			if p.Name == kgolearner.ProtocolName && !hold {
+				a.last = p.Metadata
+			}
+		}
+		a.mu.Unlock()
+		if hold {
+			g.cluster.SleepControl(func() { <-a.release })
+		}
+		return nil, nil, false
+	})
+	g.wrap = func(b *kgolearner.Balancer) kgo.GroupBalancer { return keptStatic{b, a} }
+	return a
+}
+
+// away holds m's next JoinGroup: from now on the leader sees m as its
+// last JoinGroup left it.
+func (a *absentStatic) away(m *member) {
+	id, _ := m.cl.GroupMetadata()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	require.NotEmpty(a.g.t, a.last, "%s's last JoinGroup", m.name)
+	a.ghost = &kmsg.JoinGroupResponseMember{MemberID: id, InstanceID: kmsg.StringPtr(a.instance), ProtocolMetadata: a.last}
+}
+
+// back lets the member's held JoinGroup through.
+func (a *absentStatic) back() {
+	a.mu.Lock()
+	a.returned = true
+	a.mu.Unlock()
+	close(a.release)
+}
+
+// add returns the members of a JoinGroup response as a real broker lists
+// them: with the away member, unless kfake has it again.
+func (a *absentStatic) add(members []kmsg.JoinGroupResponseMember) []kmsg.JoinGroupResponseMember {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ghost == nil {
+		return members
+	}
+	if slices.ContainsFunc(members, func(m kmsg.JoinGroupResponseMember) bool {
+		return m.InstanceID != nil && *m.InstanceID == a.instance
+	}) {
+		if a.returned {
+			a.ghost = nil
+		}
+		return members
+	}
+	a.rounds++
+	return append(slices.Clone(members), *a.ghost)
+}
+
+// counts returns how many of the member's JoinGroups were held, and how
+// many leader rounds listed it while it was away.
+func (a *absentStatic) counts() (held, rounds int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held, a.rounds
+}
+
+// keptStatic is a member's balancer whose leader reads the JoinGroup
+// response absentStatic rewrites.
+type keptStatic struct {
+	*kgolearner.Balancer
+	a *absentStatic
+}
+
+// MemberBalancer gives the leader's balancer the members as a real broker
+// lists them.
+func (k keptStatic) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	return k.Balancer.MemberBalancer(k.a.add(members))
+}
+
+// TestStaticMemberMissesJoin: a static member S2 misses a rebalance's join
+// while its session lasts, in the middle of a hand-over: S3 learned T from
+// S2, and S2's last assignment tagged T learned. S3 reports T ready and
+// rejoins; S2 releases T at its session's end (StopActive, commit), but its
+// JoinGroup, which reports the release, is held. A real broker keeps S2 in
+// the group, and the leader reads S2's last report, from the round before:
+// S2 owns T and its other tasks. The leader cannot tell that S2 released T,
+// so it keeps T on S2 (deferred) at every rebalance while S2 is away: T
+// runs nowhere until S2 is back, S2's other tasks run on S2 alone, and
+// nobody else starts any of them. Once S2's JoinGroup gets through (kfake,
+// which dropped S2, answers UNKNOWN_MEMBER_ID and S2 rejoins under a new
+// member ID; a real broker rebalances because S2's metadata changed), S2
+// reports T released and S3 runs it. The group ends balanced, every record
+// processed, any twice only by an instance that was lost.
+func TestStaticMemberMissesJoin(t *testing.T) {
+	g := newGroup(t, storyTopology)
+	g.rebalanceTimeout = 1500 * time.Millisecond // the join phase ends without S2 well within its session
+	for _, name := range []string{"S1", "S2", "S3"} {
+		g.instance[name] = name
+	}
+	a := keepAbsent(g, "S2")
+	s1, s2, s3 := g.addLearner()
+	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
+
+	g.mu.Lock()
+	var task string
+	for tk := range s3.learning {
+		if g.active[tk] == "S2" {
+			task = tk
+		}
+	}
+	ran := slices.Sorted(maps.Keys(s2.active))
+	before := len(g.history)
+	g.mu.Unlock()
+	require.NotEmpty(t, task, "a task S3 learns from S2 (balance takes one from each of S1 and S2)")
+	t.Logf("S2 runs %v; S3 learns %s from it", ran, task)
+
+	a.away(s2)
+	s3.ready(task)
+	s3.cl.ForceRebalance() // the rebalance S2 misses
+	g.waitFor("a leader round with S2 away", func() bool { _, n := a.counts(); return n > 0 })
+	time.Sleep(10 * heartbeatInterval) // S3 rejoins after each round: more rounds with S2 away
+	held, away := a.counts()
+	g.mu.Lock()
+	for _, r := range g.history[before:] {
+		i := slices.IndexFunc(r.Assignments, func(as learner.Assignment) bool { return shortID(as.MemberID) == "S2" })
+		require.GreaterOrEqual(t, i, 0, "S2 in a round while away: %v", r.Assignments)
+		assert.Subset(t, r.Assignments[i].Assigned, ran, "S2's active tasks planned while S2 is away")
+	}
+	for _, tk := range ran {
+		want := "S2"
+		if tk == task {
+			want = "" // released by S2 before the JoinGroup that was held
+			assert.True(t, slices.ContainsFunc(g.releases, func(r release) bool { return r.member == "S2" && r.task == tk }), "S2 released %s", tk)
+		}
+		assert.Equal(t, want, g.active[tk], "who runs %s while S2 is away", tk)
+	}
+	assert.Empty(t, s2.lostInstances, "S2's task instances another member started while S2 ran them")
+	g.mu.Unlock()
+	require.Equal(t, 1, held, "S2's JoinGroups held")
+	t.Logf("%d leader rounds listed S2 while it was away", away)
+
+	a.back()
+	g.waitFor("S3 to run "+task, func() bool { return g.active[task] == "S3" })
+	s3.readyAll()
+	g.waitStable(s1, s2, s3)
+	g.finish()
+	g.mu.Lock()
+	g.rounds.report(t)
+	g.mu.Unlock()
 }
