@@ -45,9 +45,12 @@
 // owner learns it. The next rebalance moves the task, released like any
 // learned task; the members start it as soon as they have applied the
 // assignment: the owner when the task is stateless or its release failed,
-// the receiver when it had reported the task ready. (Not the leader: a
-// rebalance it started right after its own SyncGroup could reach the owner
-// before the owner's SyncGroup, which the broker would then refuse.)
+// the receiver when it had reported the task ready, for three deferrals in
+// a row at most (an owner that has not released it by then is a static
+// member that missed the join, whose return or session expiry starts the
+// rebalance). (Not the leader: a rebalance it started right after its own
+// SyncGroup could reach the owner before the owner's SyncGroup, which the
+// broker would then refuse.)
 //
 // kgo follows a generation in which a member lost partitions with one more
 // rebalance (kgo rejoins after revoking them), in which no learner that was
@@ -285,6 +288,10 @@ type Balancer struct {
 	unreleased map[string]bool
 	// reportedReady holds the learner tasks the last join reported ready.
 	reportedReady map[string]bool
+	// chased counts, by learner task, the sessions in a row whose
+	// assignment gave back to learn a task the join had reported ready
+	// (see chase).
+	chased        map[string]int
 	shutdown      bool        // Hooks.Shutdown was called
 	deadline      *time.Timer // fires at the Leave deadline
 	leaveDeadline time.Time   // Leave's, for a Worker that replaces a lost one
@@ -343,6 +350,7 @@ func New(cfg Config) (*Balancer, error) {
 		running:       map[string]bool{},
 		unreleased:    map[string]bool{},
 		reportedReady: map[string]bool{},
+		chased:        map[string]int{},
 	}, nil
 }
 
