@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -615,7 +616,9 @@ func (r *Runtime) readLimits() {
 // too, rather than kgo.RecordDeliveryTimeout, which kgo counts from each
 // record's Timestamp, not from now: kgo then fails the records it may,
 // not those of a write it sent without learning its fate (see
-// Config.DeliveryTimeout).
+// Config.DeliveryTimeout). Such a write it reports instead, as
+// ErrWriteStalled, from twice the timeout on and once a timeout after
+// that while it lasts: a hung broker would stall the task without a word.
 func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 	if len(recs) == 0 {
 		return nil
@@ -638,6 +641,38 @@ func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 			}
 		})
 	}
+	// The report runs on the timer's goroutine, which holds none of the
+	// runtime's locks, as Observer promises (produce may run under a
+	// task's); over, set once produce returns, ends it.
+	start, over := time.Now(), false
+	firstReport := r.cfg.DeliveryTimeout
+	if firstReport <= math.MaxInt64/2 { // else it would overflow: wait the timeout alone
+		firstReport *= 2
+	}
+	var stalled *time.Timer
+	mu.Lock()
+	stalled = time.AfterFunc(firstReport, func() {
+		mu.Lock()
+		n := left
+		mu.Unlock()
+		if n == 0 {
+			return
+		}
+		r.observeError(fmt.Errorf("%w: %d of %d records to %s unacknowledged %v after they were produced (Config.DeliveryTimeout %v)",
+			ErrWriteStalled, n, len(recs), recordTopics(recs), time.Since(start).Round(100*time.Millisecond), r.cfg.DeliveryTimeout))
+		mu.Lock()
+		defer mu.Unlock()
+		if !over && left > 0 {
+			stalled.Reset(r.cfg.DeliveryTimeout)
+		}
+	})
+	mu.Unlock()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		over = true
+		stalled.Stop()
+	}()
 	select {
 	case <-done:
 	case <-r.failed.Done():
@@ -649,6 +684,26 @@ func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 		return fmt.Errorf("not acknowledged within %v (Config.DeliveryTimeout): %w", r.cfg.DeliveryTimeout, first)
 	}
 	return first
+}
+
+// ErrWriteStalled is wrapped by the Error events of a write that kgo sent
+// and the broker has not answered (or answered REQUEST_TIMED_OUT or
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND) twice Config.DeliveryTimeout after it
+// was produced: kgo fails no record of such a write before an answer, since
+// it could still land, and the task waits for it. One event comes then,
+// and one a DeliveryTimeout after that while the write lasts.
+var ErrWriteStalled = errors.New("state: write stalled, still waiting for the broker")
+
+// recordTopics names the topics of recs, sorted, for messages.
+func recordTopics(recs []*kgo.Record) string {
+	topics := make([]string, 0, 1)
+	for _, rec := range recs {
+		if !slices.Contains(topics, rec.Topic) {
+			topics = append(topics, rec.Topic)
+		}
+	}
+	slices.Sort(topics)
+	return strings.Join(topics, ", ")
 }
 
 // errFailed is produce's error once the runtime failed.

@@ -231,19 +231,20 @@ func TestStalledWriteIsReported(t *testing.T) {
 }
 
 // A changelog write kgo sent and cannot tell landed or not is waited for
-// past Config.DeliveryTimeout, without an Error event: kgo fails none of
-// its records before an answer settles it (the state README's Failures
-// tells why the runtime keeps it so). Such are a write the broker never
-// answers (hung with its connections open, or its answer lost; here kfake
-// keeps the Produce requests to the changelog without replying), where
-// each try ends at its connection's read deadline,
-// kgo.ProduceRequestTimeout (1 s here) plus kgo.RequestTimeoutOverhead
-// (5 s, memberTimings), and kgo sends it again; and a write answered
-// REQUEST_TIMED_OUT or NOT_ENOUGH_REPLICAS_AFTER_APPEND, which the broker
-// may have written (kfake has), and which kgo tries again after its
-// backoff until it is acknowledged. Once the broker acknowledges it the
-// task goes on, with the count exact and each change in the changelog
-// once.
+// past Config.DeliveryTimeout: kgo fails none of its records before an
+// answer settles it (the state README's Failures tells why the runtime
+// keeps it so). Such are a write the broker never answers (hung with its
+// connections open, or its answer lost; here kfake keeps the Produce
+// requests to the changelog without replying), where each try ends at its
+// connection's read deadline, kgo.ProduceRequestTimeout (1 s here) plus
+// kgo.RequestTimeoutOverhead (5 s, memberTimings), and kgo sends it
+// again; and a write answered REQUEST_TIMED_OUT or
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, which the broker may have written
+// (kfake has), and which kgo tries again after its backoff until it is
+// acknowledged. The wait is reported, as ErrWriteStalled, from twice the
+// timeout on (before: no Error event at all), and only until the write is
+// acknowledged. Once the broker acknowledges it the task goes on, with the
+// count exact and each change in the changelog once.
 func TestUncertainWriteIsWaitedFor(t *testing.T) {
 	changelog := state.ChangelogTopic("g", 0)
 	answered := func(code *kerr.Error) func(*counter) func() {
@@ -275,25 +276,40 @@ func TestUncertainWriteIsWaitedFor(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCounter(t, kgo.ProduceRequestTimeout(time.Second))
-			end := tc.fault(c)
+			end := sync.OnceFunc(tc.fault(c))
+			t.Cleanup(end) // before c's: a test failed early lets Run return
+			produced := time.Now() // before the write: Process runs after
 			c.in("2")
 			c.in("3")
+			stalled := func(e timedErr) {
+				t.Helper()
+				require.ErrorIs(t, e.err, state.ErrWriteStalled, "Error event while the write's fate is unknown")
+				require.ErrorContains(t, e.err, "records to "+changelog+" unacknowledged")
+			}
+			var e timedErr
 			select {
-			case e := <-c.errs:
-				t.Fatalf("Error event while the write's fate is unknown: %v", e.err)
+			case e = <-c.errs:
 			case err := <-c.done:
 				t.Fatalf("Run returned %v", err)
-			case <-time.After(3 * time.Second):
+			case <-time.After(5 * time.Second):
+				t.Fatal("no Error event of the stalled write after 5s")
 			}
+			stalled(e)
+			require.GreaterOrEqual(t, e.at.Sub(produced), 2*time.Second, "first report of the stalled write, after twice the 1s DeliveryTimeout")
 			require.Equal(t, int64(1), c.processed.Load(), "records processed while the write's fate is unknown")
 			end()
 			require.Equal(t, 3, c.count(), "count once the broker answers")
 			require.Eventually(t, func() bool { return c.processed.Load() == 4 }, 20*time.Second, 10*time.Millisecond, "records processed once the broker answers")
 			require.Equal(t, []string{"k", "k", "k"}, c.changelogKeys(changelog, 0), "changelog keys")
+			// Reports stop with the write: none a DeliveryTimeout and more
+			// after it was acknowledged.
+			for len(c.errs) > 0 {
+				stalled(<-c.errs)
+			}
 			select {
 			case e := <-c.errs:
-				t.Fatalf("Error event: %v", e.err)
-			default:
+				t.Fatalf("Error event after the write was acknowledged: %v", e.err)
+			case <-time.After(1500 * time.Millisecond):
 			}
 		})
 	}

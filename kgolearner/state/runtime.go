@@ -126,8 +126,10 @@ type Config struct {
 	// REQUEST_TIMED_OUT or NOT_ENOUGH_REPLICAS_AFTER_APPEND, which the
 	// broker may have written, and which kgo tries until it is
 	// acknowledged. Failing such a write could leave it to land later,
-	// so kgo does not, and the task waits for the broker, without an
-	// Error event; lower timeouts only make each try shorter. Run
+	// so kgo does not, and the task waits for the broker; lower timeouts
+	// only make each try shorter. The wait is reported: an Error event
+	// wrapping ErrWriteStalled twice the timeout after the write, and one
+	// a timeout after that while it lasts. Run
 	// refuses kgo.AllowIdempotentProduceCancellation in ClientOpts,
 	// which fails such a write at the timeout: it may then land after
 	// the batch's retry, as a zombie's does (see the README).
