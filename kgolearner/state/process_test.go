@@ -277,7 +277,7 @@ func TestUncertainWriteIsWaitedFor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCounter(t, kgo.ProduceRequestTimeout(time.Second))
 			end := sync.OnceFunc(tc.fault(c))
-			t.Cleanup(end) // before c's: a test failed early lets Run return
+			t.Cleanup(end)         // before c's: a test failed early lets Run return
 			produced := time.Now() // before the write: Process runs after
 			c.in("2")
 			c.in("3")
