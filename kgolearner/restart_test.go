@@ -1,0 +1,233 @@
+package kgolearner_test
+
+import (
+	"bytes"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/learnerassignor/learner"
+	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// staticRestart plays what Apache Kafka's classic coordinator does with a
+// static member that restarts within its session and joins a Stable group
+// under the same instance ID (KIP-345,
+// updateStaticMemberThenRebalanceOrCompleteJoin): it gives the new
+// incarnation a new member ID in place of the old one, compares no
+// metadata (only whether the group's protocol would change), skips the
+// rebalance, and answers its SyncGroup with the assignment the leader
+// computed for the old incarnation; a restarted leader is told to skip the
+// assignment (KIP-814). kfake does all that too, but only when the new
+// JoinGroup's metadata equals the old one's, and a new client's never does
+// (it owns nothing, and its generation is -1). So the test hands kfake the
+// new incarnation's JoinGroup with the old incarnation's last metadata,
+// and, as Kafka stores the new metadata, gives the leader that member with
+// its own until it joins again.
+type staticRestart struct {
+	g *group
+
+	mu       sync.Mutex
+	last     map[string][]byte // instance ID -> metadata of its last JoinGroup kfake read
+	armed    string            // its next JoinGroup without a member ID is a restart
+	instance string            // the restarted instance
+	swapped  []byte            // the metadata kfake was given for the restart
+	fresh    []byte            // the restart's own metadata
+	fixed    int               // leader rounds given the restarted member's own metadata
+}
+
+// keepRestart installs staticRestart on g, before its members are added.
+func keepRestart(g *group) *staticRestart {
+	r := &staticRestart{g: g, last: map[string][]byte{}}
+	g.cluster.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		g.cluster.KeepControl()
+		jr := req.(*kmsg.JoinGroupRequest)
+		if jr.InstanceID == nil {
+			return nil, nil, false
+		}
+		id := *jr.InstanceID
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for i, p := range jr.Protocols {
+			if p.Name != kgolearner.ProtocolName {
+				continue
+			}
+			if r.armed == id && jr.MemberID == "" {
+				r.armed, r.instance = "", id
+				r.fresh, r.swapped = p.Metadata, r.last[id]
+				jr.Protocols[i].Metadata = r.last[id]
+			}
+			r.last[id] = jr.Protocols[i].Metadata
+		}
+		return nil, nil, false
+	})
+	g.wrap = func(b *kgolearner.Balancer) kgo.GroupBalancer { return restartedStatic{b, r} }
+	return r
+}
+
+// members returns the members of a JoinGroup response as Kafka lists them:
+// the restarted member with the metadata of its own JoinGroup.
+func (r *staticRestart) members(members []kmsg.JoinGroupResponseMember) []kmsg.JoinGroupResponseMember {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := slices.IndexFunc(members, func(m kmsg.JoinGroupResponseMember) bool {
+		return r.swapped != nil && m.InstanceID != nil && *m.InstanceID == r.instance && bytes.Equal(m.ProtocolMetadata, r.swapped)
+	})
+	if i < 0 {
+		return members
+	}
+	r.fixed++
+	members = slices.Clone(members)
+	members[i].ProtocolMetadata = r.fresh
+	return members
+}
+
+// restartedStatic is a member's balancer whose leader reads the JoinGroup
+// response staticRestart rewrites.
+type restartedStatic struct {
+	*kgolearner.Balancer
+	r *staticRestart
+}
+
+// MemberBalancer gives the leader's balancer the members as Kafka lists
+// them.
+func (s restartedStatic) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	return s.Balancer.MemberBalancer(s.r.members(members))
+}
+
+// restart closes old, a static member of a Stable group
+// (its client stops and commits its tasks and, owing no rejoin, sends no
+// LeaveGroup), and starts name, its next incarnation under its instance ID (a fresh Balancer and
+// client), which gets old's assignment back without a rebalance. It
+// returns name once its first session has started.
+func (r *staticRestart) restart(old *member, name string, autoReady bool) *member {
+	g := r.g
+	g.t.Helper()
+	oldID, _ := old.cl.GroupMetadata()
+	generation := g.cluster.GroupInfo("learner-e2e").Epoch
+	old.close()
+	instance := g.instance[old.name]
+	r.mu.Lock()
+	r.armed = instance
+	r.mu.Unlock()
+	g.instance[name] = instance
+	m := g.add(name, autoReady)
+	g.waitFor(name+"'s first session", func() bool { return m.sessionAs != "" })
+	info := g.cluster.GroupInfo("learner-e2e")
+	require.Equal(g.t, generation, info.Epoch, "generation after %s's restart as %s: the group was not Stable, or the restart rebalanced", old.name, name)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	require.NotEqual(g.t, oldID, m.sessionAs, "%s's member ID: Kafka gives a restarted static member a new one", name)
+	return m
+}
+
+// lastSent returns the assignment the last leader round sent to the
+// member of the given name (short member ID).
+func (g *group) lastSent(name string) learner.Assignment {
+	g.t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	require.NotEmpty(g.t, g.history, "leader rounds")
+	r := g.history[len(g.history)-1]
+	i := slices.IndexFunc(r.Assignments, func(a learner.Assignment) bool { return shortID(a.MemberID) == name })
+	require.GreaterOrEqual(g.t, i, 0, "%s in the last round: %v", name, r.Assignments)
+	return r.Assignments[i]
+}
+
+// TestStaticRestartGetsLearnedTag: S2, a static member, restarts within its
+// session while it still runs T, which its assignment tags learned (S3
+// learns T, not ready yet). On Kafka the group does not rebalance: S2b, a
+// fresh Balancer, gets S2's assignment back, T and its learned tag
+// included, and runs S2's tasks from the offsets S2 committed at close.
+// Once S3 is ready, S2b releases T at the next rebalance's join and T moves
+// to S3; no task runs on two members and no record is processed twice.
+func TestStaticRestartGetsLearnedTag(t *testing.T) {
+	g := newGroup(t, storyTopology)
+	for _, name := range []string{"S1", "S2", "S3"} {
+		g.instance[name] = name
+	}
+	r := keepRestart(g)
+	s1, s2, s3 := g.addLearner()
+	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
+
+	sent := g.lastSent("S2")
+	g.mu.Lock()
+	ran := slices.Sorted(maps.Keys(s2.active))
+	var task string
+	for tk := range s3.learning {
+		if g.active[tk] == "S2" {
+			task = tk
+		}
+	}
+	g.mu.Unlock()
+	require.NotEmpty(t, task, "a task S3 learns from S2")
+	require.Contains(t, sent.Learned, task, "S2's last assignment tags %s learned: %v", task, sent)
+
+	s2b := r.restart(s2, "S2b", true)
+	time.Sleep(10 * heartbeatInterval) // a rejoin, if any, rebalances
+	g.mu.Lock()
+	assert.Equal(t, ran, slices.Sorted(maps.Keys(s2b.active)), "S2b runs S2's tasks")
+	g.mu.Unlock()
+
+	s3.readyAll()
+	g.waitFor("S3 to run "+task, func() bool { return g.active[task] == "S3" })
+	g.mu.Lock()
+	assert.True(t, slices.ContainsFunc(g.releases, func(rl release) bool { return rl.member == "S2b" && rl.task == task }), "S2b released %s", task)
+	g.mu.Unlock()
+	g.waitStable(s1, s2b, s3)
+	g.finishExactly()
+}
+
+// TestStaticRestartOfLeader: the group's leader, a static member, restarts
+// within its session. Kafka keeps the new incarnation leader and tells it
+// to skip the assignment (KIP-814). kgo then reads the members with the
+// leader's balancer (MemberBalancer) but balances only with its own
+// balancers (range, round-robin, sticky, cooperative-sticky): with ours it
+// sends no plan and computes none, so no Rebalanced round is reported and
+// kgo does not rejoin. The new leader gets the old one's assignment back
+// like any restarted member, and leads the next rebalance as usual.
+func TestStaticRestartOfLeader(t *testing.T) {
+	g := newGroup(t, storyTopology)
+	for _, name := range []string{"S1", "S2", "S3"} {
+		g.instance[name] = name
+	}
+	r := keepRestart(g)
+	s1, s2, s3 := g.add("S1", true), g.add("S2", true), g.add("S3", true)
+	g.waitStable(s1, s2, s3)
+	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
+
+	g.mu.Lock()
+	leader := g.members[g.leader]
+	ran := slices.Sorted(maps.Keys(leader.active))
+	rounds := g.rounds.n
+	g.mu.Unlock()
+	restarted := r.restart(leader, leader.name+"b", true)
+	time.Sleep(10 * heartbeatInterval) // a rejoin, if any, rebalances
+	staying := []*member{restarted}
+	for _, m := range []*member{s1, s2, s3} {
+		if m != leader {
+			staying = append(staying, m)
+		}
+	}
+	slices.SortFunc(staying, func(a, b *member) int { return strings.Compare(a.name, b.name) })
+	g.mu.Lock()
+	assert.Equal(t, rounds, g.rounds.n, "leader rounds computed since the restart")
+	assert.Equal(t, ran, slices.Sorted(maps.Keys(restarted.active)), "%s runs %s's tasks", restarted.name, leader.name)
+	assert.True(t, g.stableLocked(staying...), "a balanced group after the restart")
+	g.mu.Unlock()
+	r.mu.Lock()
+	assert.Positive(t, r.fixed, "JoinGroup responses read with %s's own report", restarted.name)
+	r.mu.Unlock()
+
+	restarted.cl.ForceRebalance()
+	g.waitFor(restarted.name+" to lead a round", func() bool { return g.rounds.n > rounds && g.leader == restarted.name })
+	g.waitStable(staying...)
+	g.finishExactly()
+}
