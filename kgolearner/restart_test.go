@@ -149,14 +149,7 @@ func (g *group) lastSent(name string) learner.Assignment {
 // Once S3 is ready, S2b releases T at the next rebalance's join and T moves
 // to S3; no task runs on two members and no record is processed twice.
 func TestStaticRestartGetsLearnedTag(t *testing.T) {
-	g := newGroup(t, storyTopology)
-	for _, name := range []string{"S1", "S2", "S3"} {
-		g.instance[name] = name
-	}
-	r := keepRestart(g)
-	s1, s2, s3 := g.addLearner()
-	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
-
+	g, r, s1, s2, s3 := staticLearnerGroup(t)
 	sent := g.lastSent("S2")
 	g.mu.Lock()
 	ran := slices.Sorted(maps.Keys(s2.active))
@@ -229,5 +222,101 @@ func TestStaticRestartOfLeader(t *testing.T) {
 	restarted.cl.ForceRebalance()
 	g.waitFor(restarted.name+" to lead a round", func() bool { return g.rounds.n > rounds && g.leader == restarted.name })
 	g.waitStable(staying...)
+	g.finishExactly()
+}
+
+// staticLearnerGroup starts S1 and S2, static members that ready their
+// learners at once, then S3, a static member that does not, with
+// staticRestart installed, and waits until S3 learns its share.
+func staticLearnerGroup(t *testing.T) (g *group, r *staticRestart, s1, s2, s3 *member) {
+	g = newGroup(t, storyTopology)
+	for _, name := range []string{"S1", "S2", "S3"} {
+		g.instance[name] = name
+	}
+	r = keepRestart(g)
+	s1, s2, s3 = g.addLearner()
+	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
+	return g, r, s1, s2, s3
+}
+
+// TestStaticRestartOfLearner: S3, a static member learning two tasks,
+// restarts within its session, one of its learners caught up (not yet
+// reported: S3 rejoins once all are). S3b, a fresh Balancer, gets S3's
+// learner tags back and starts both replays afresh (StartLearning); it
+// reports neither ready until its own replays catch up, so a rebalance in
+// between moves nothing to it. Once they do, both tasks move to it.
+func TestStaticRestartOfLearner(t *testing.T) {
+	g, r, s1, s2, s3 := staticLearnerGroup(t)
+	g.mu.Lock()
+	learning := s3.learningLocked()
+	g.mu.Unlock()
+	s3.ready(learning[0])
+
+	s3b := r.restart(s3, "S3b", false)
+	g.waitFor("S3b to learn "+strings.Join(learning, ", "), func() bool { return len(s3b.learning) == len(learning) })
+	g.mu.Lock()
+	rounds := g.rounds.n
+	g.mu.Unlock()
+	s1.cl.ForceRebalance()
+	g.waitFor("a leader round after S3b's restart", func() bool { return g.rounds.n > rounds })
+	time.Sleep(5 * heartbeatInterval)
+	g.mu.Lock()
+	assert.Equal(t, learning, s3b.learningLocked(), "S3b's learner tasks")
+	assert.Empty(t, s3b.active, "S3b's active tasks before its learners are ready")
+	for _, r := range g.history[rounds:] {
+		for _, m := range r.Members {
+			if shortID(m.ID) == "S3b" {
+				assert.Empty(t, m.Ready, "S3b's report of ready learners before its replays caught up")
+			}
+		}
+	}
+	g.mu.Unlock()
+
+	s3b.readyAll()
+	g.waitStable(s1, s2, s3b)
+	g.finishExactly()
+}
+
+// TestStaticRestartWhileLeaving: S2, a static member leaving through
+// learners (Leave), restarts within its session before its learners on S1
+// and S3 are ready. S2b, a fresh Balancer that is not leaving, gets S2's
+// tasks back, every one tagged learned; it does not shut down. When the
+// learners are ready, S2b releases the tasks at the next join, and the
+// group ends balanced over the three with no record processed twice.
+func TestStaticRestartWhileLeaving(t *testing.T) {
+	g := newGroup(t, storyTopology)
+	for _, name := range []string{"S1", "S2", "S3"} {
+		g.instance[name] = name
+	}
+	r := keepRestart(g)
+	s1, s2, s3 := g.add("S1", true), g.add("S2", true), g.add("S3", true)
+	g.waitStable(s1, s2, s3)
+	g.mu.Lock()
+	s1.autoReady, s3.autoReady = false, false
+	handOver := slices.Sorted(maps.Keys(s2.active))
+	g.mu.Unlock()
+
+	s2.b.Leave(time.Time{})
+	g.waitLearners(handOver, s1, s3)
+	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
+	sent := g.lastSent("S2")
+	require.ElementsMatch(t, handOver, sent.Learned, "S2's last assignment tags every task it hands over learned: %v", sent)
+
+	s2b := r.restart(s2, "S2b", true)
+	time.Sleep(10 * heartbeatInterval) // a rejoin, if any, rebalances
+	g.mu.Lock()
+	assert.Equal(t, handOver, slices.Sorted(maps.Keys(s2b.active)), "S2b runs S2's tasks")
+	assert.False(t, s2b.shutdown, "S2b shut down: it is not leaving")
+	g.mu.Unlock()
+
+	s1.readyAll()
+	s3.readyAll()
+	g.waitStable(s1, s2b, s3)
+	g.mu.Lock()
+	assert.False(t, s2b.shutdown, "S2b shut down: it is not leaving")
+	for _, task := range handOver {
+		assert.True(t, slices.ContainsFunc(g.releases, func(rl release) bool { return rl.member == "S2b" && rl.task == task }), "S2b released %s", task)
+	}
+	g.mu.Unlock()
 	g.finishExactly()
 }
