@@ -98,6 +98,8 @@ type group struct {
 	// share, and the tracker follows only topology's.
 	topologies map[string][]kgolearner.Subtopology
 	producer   *producer
+	// options are the members' assignor options.
+	options learner.Options
 
 	mu       sync.Mutex
 	members  map[string]*member // every member ever added, dead or alive
@@ -174,6 +176,10 @@ type member struct {
 	// sessionAs is the coordinator's member ID of the member's last
 	// session, as its balancer's PartitionsAssigned left it.
 	sessionAs string
+	// firstGeneration is the generation of the member's first session,
+	// and firstActive the tasks it ran then.
+	firstGeneration int32
+	firstActive     []string
 	// lostInstances holds "task#instance" of instances that ended lost.
 	lostInstances map[string]bool
 }
@@ -241,6 +247,7 @@ func (g *group) add(name string, autoReady bool) *member {
 	}
 	b, err := kgolearner.New(kgolearner.Config{
 		Subtopologies: topology,
+		Options:       g.options,
 		Hooks: kgolearner.Hooks{
 			StartActive:   m.startActive,
 			StopActive:    m.stopActive,
@@ -271,8 +278,11 @@ func (g *group) add(name string, autoReady bool) *member {
 		// stale processings are judged by.
 		kgo.OnPartitionsAssigned(func(ctx context.Context, cl *kgo.Client, added map[string][]int32) {
 			b.PartitionsAssigned(ctx, cl, added)
-			id, _ := cl.GroupMetadata()
+			id, generation := cl.GroupMetadata()
 			g.mu.Lock()
+			if m.sessionAs == "" {
+				m.firstGeneration, m.firstActive = generation, slices.Sorted(maps.Keys(m.active))
+			}
 			m.sessionAs = id
 			g.mu.Unlock()
 		}),
@@ -372,7 +382,7 @@ func (m *member) startActive(task string) {
 	// session while it waited in its JoinGroup), though it lives on and
 	// rejoins.
 	gone = gone || len(g.history) > 0 && !slices.ContainsFunc(g.history[len(g.history)-1].Members,
-		func(mm learner.MemberMetadata) bool { return shortID(mm.ID) == prev })
+		func(mm learner.MemberMetadata) bool { return g.nameLocked(mm.ID) == prev })
 	if g.stateful[task] && prev != "" && prev != m.name && !gone && !g.lostFrom[task] && !zombie && !(learned && ready) {
 		g.fail("stateful task %s moved from live member %s to %s, which did not learn it to readiness (learner: %v)",
 			task, prev, m.name, learned)
@@ -501,7 +511,7 @@ func (m *member) rebalanced(r kgolearner.Round) {
 	// The shared checker judges Assign's plan by every rule, and what
 	// the members were sent by the rules every round must keep.
 	tasks := m.b.Tasks()
-	vs := append(learnertest.Check(tasks, learner.Options{}, r.Members, r.Planned),
+	vs := append(learnertest.Check(tasks, g.options, r.Members, r.Planned),
 		learnertest.CheckRound(tasks, r.Members, r.Assignments, r.Withheld)...)
 	g.mu.Lock()
 	g.leader = m.name
@@ -521,6 +531,20 @@ func (m *member) rebalanced(r kgolearner.Round) {
 		sb.WriteString("\n  sent  " + learner.FormatAssignment(a))
 	}
 	g.t.Logf("round %d, leader %s, deferred %v, follow-up %v: %s%s", n, m.name, r.Deferred, r.FollowUp, summary, sb.String())
+}
+
+// nameLocked returns the name of the member a coordinator's member ID is
+// of: its client ID or, for a static member, whose member ID begins with its
+// instance ID, the live member of that instance ID (a restarted member has
+// another client ID: see staticRestart).
+func (g *group) nameLocked(id string) string {
+	short := shortID(id)
+	for _, m := range g.liveLocked() {
+		if g.instance[m.name] == short {
+			return m.name
+		}
+	}
+	return short
 }
 
 // shortID turns a coordinator's member ID ("S1-<uuid>") into the client ID.
