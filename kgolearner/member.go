@@ -219,6 +219,18 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added
 		b.mu.Unlock()
 		return
 	}
+	// A static member whose join reported nothing it runs (a new client,
+	// or one that lost its session) may get active tasks computed for its
+	// previous incarnation, without a rebalance (KIP-345). The broker then
+	// keeps that join's report, which claims none of them, until the
+	// member's next JoinGroup; should the member miss a rebalance's join
+	// meanwhile, the leader reads it and gives the tasks to others while
+	// the member runs them (TestStaticRestartThenMissesJoin). So it
+	// rejoins once, for a report that claims them. It cannot tell such an
+	// assignment from one computed for its own join (a static group's
+	// first rebalance, say), so those cost a rebalance too, which moves
+	// nothing.
+	restarted := b.memberID == "" && len(as.Assigned) > 0 && static(cl)
 	b.memberID, b.sessionStart = memberIDOf(cl), time.Now()
 	var stop, start, kept []string
 	for t := range b.running {
@@ -261,7 +273,7 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added
 	// release, or a learner it reported ready and did not get, is a move
 	// the leader deferred: it is due now.
 	chase := b.chase(as.Learning) // counts every session: never skipped by ||
-	rejoin := chase || b.w.ShouldRejoin(time.Now()) || slices.ContainsFunc(as.Learned, func(t string) bool {
+	rejoin := chase || restarted || b.w.ShouldRejoin(time.Now()) || slices.ContainsFunc(as.Learned, func(t string) bool {
 		return b.unreleased[t] || len(b.stateful([]string{t})) == 0
 	})
 	clear(b.unreleased)
@@ -286,8 +298,9 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added
 		go b.hooks.Shutdown()
 	}
 	if rejoin {
-		// Learners became ready while the join was pending, or the
-		// leader deferred a move to the next rebalance.
+		// Learners became ready while the join was pending, the leader
+		// deferred a move to the next rebalance, or the broker keeps a
+		// report that claims none of the member's tasks.
 		go b.rejoin()
 	}
 }
@@ -551,6 +564,15 @@ func (b *Balancer) stateful(ts []string) []string {
 // sort puts tasks in topology order: hooks run in a fixed order.
 func (b *Balancer) sort(tasks []string) {
 	slices.SortFunc(tasks, func(x, y string) int { return b.topo.index(x) - b.topo.index(y) })
+}
+
+// static reports whether the client is a static member (kgo.InstanceID).
+func static(cl *kgo.Client) bool {
+	if cl == nil {
+		return false
+	}
+	vs := cl.OptValues(kgo.InstanceID) // the ID, and whether it is set
+	return len(vs) == 2 && vs[1] == true
 }
 
 func memberIDOf(cl *kgo.Client) string {

@@ -102,11 +102,11 @@ func (s restartedStatic) MemberBalancer(members []kmsg.JoinGroupResponseMember) 
 	return s.Balancer.MemberBalancer(s.r.members(members))
 }
 
-// restart closes old, a static member of a Stable group
-// (its client stops and commits its tasks and, owing no rejoin, sends no
-// LeaveGroup), and starts name, its next incarnation under its instance ID (a fresh Balancer and
-// client), which gets old's assignment back without a rebalance. It
-// returns name once its first session has started.
+// restart closes old, a static member of a Stable group (its client stops
+// and commits its tasks and, owing no rejoin, sends no LeaveGroup), and
+// starts name, its next incarnation under its instance ID (a fresh
+// Balancer and client), which gets old's assignment back without a
+// rebalance. It returns name once its first session has started.
 func (r *staticRestart) restart(old *member, name string, autoReady bool) *member {
 	g := r.g
 	g.t.Helper()
@@ -120,12 +120,28 @@ func (r *staticRestart) restart(old *member, name string, autoReady bool) *membe
 	g.instance[name] = instance
 	m := g.add(name, autoReady)
 	g.waitFor(name+"'s first session", func() bool { return m.sessionAs != "" })
-	info := g.cluster.GroupInfo("learner-e2e")
-	require.Equal(g.t, generation, info.Epoch, "generation after %s's restart as %s: the group was not Stable, or the restart rebalanced", old.name, name)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	require.Equal(g.t, generation, m.firstGeneration, "generation of %s's first session: the group was not Stable, or %s's restart rebalanced", name, old.name)
 	require.NotEqual(g.t, oldID, m.sessionAs, "%s's member ID: Kafka gives a restarted static member a new one", name)
 	return m
+}
+
+// waitReport waits for a leader round in which m, restarted, reports the
+// active tasks it runs: the one its rejoin after the restart starts.
+func (g *group) waitReport(m *member) {
+	g.t.Helper()
+	g.waitFor(m.name+"'s report of its tasks", func() bool { return g.reportedLocked(m) })
+}
+
+// reportedLocked reports whether a leader round read m reporting active
+// tasks under its current member ID.
+func (g *group) reportedLocked(m *member) bool {
+	return slices.ContainsFunc(g.history, func(r kgolearner.Round) bool {
+		return slices.ContainsFunc(r.Members, func(mm learner.MemberMetadata) bool {
+			return mm.ID == kgolearner.LearnerID(m.sessionAs) && len(mm.Assigned) > 0
+		})
+	})
 }
 
 // lastSent returns the assignment the last leader round sent to the
@@ -145,9 +161,11 @@ func (g *group) lastSent(name string) learner.Assignment {
 // session while it still runs T, which its assignment tags learned (S3
 // learns T, not ready yet). On Kafka the group does not rebalance: S2b, a
 // fresh Balancer, gets S2's assignment back, T and its learned tag
-// included, and runs S2's tasks from the offsets S2 committed at close.
-// Once S3 is ready, S2b releases T at the next rebalance's join and T moves
-// to S3; no task runs on two members and no record is processed twice.
+// included, and runs S2's tasks from the offsets S2 committed at close. It
+// rejoins once, so that the broker keeps a report of the tasks it runs
+// (releasing T, which it gets back: S3 is not ready). Once S3 is ready, S2b
+// releases T at the next rebalance's join and T moves to S3; no task runs
+// on two members and no record is processed twice.
 func TestStaticRestartGetsLearnedTag(t *testing.T) {
 	g, r, s1, s2, s3 := staticLearnerGroup(t)
 	sent := g.lastSent("S2")
@@ -164,10 +182,10 @@ func TestStaticRestartGetsLearnedTag(t *testing.T) {
 	require.Contains(t, sent.Learned, task, "S2's last assignment tags %s learned: %v", task, sent)
 
 	s2b := r.restart(s2, "S2b", true)
-	time.Sleep(10 * heartbeatInterval) // a rejoin, if any, rebalances
 	g.mu.Lock()
-	assert.Equal(t, ran, slices.Sorted(maps.Keys(s2b.active)), "S2b runs S2's tasks")
+	assert.Equal(t, ran, s2b.firstActive, "S2b's tasks in its first session")
 	g.mu.Unlock()
+	g.waitReport(s2b)
 
 	s3.readyAll()
 	g.waitFor("S3 to run "+task, func() bool { return g.active[task] == "S3" })
@@ -183,9 +201,10 @@ func TestStaticRestartGetsLearnedTag(t *testing.T) {
 // to skip the assignment (KIP-814). kgo then reads the members with the
 // leader's balancer (MemberBalancer) but balances only with its own
 // balancers (range, round-robin, sticky, cooperative-sticky): with ours it
-// sends no plan and computes none, so no Rebalanced round is reported and
-// kgo does not rejoin. The new leader gets the old one's assignment back
-// like any restarted member, and leads the next rebalance as usual.
+// computes no plan and sends none, and the new leader gets the old one's
+// assignment back like any restarted member (restart checks that the
+// generation did not change). Its rejoin (see
+// TestStaticRestartGetsLearnedTag) starts a rebalance it leads as usual.
 func TestStaticRestartOfLeader(t *testing.T) {
 	g := newGroup(t, storyTopology)
 	for _, name := range []string{"S1", "S2", "S3"} {
@@ -199,10 +218,12 @@ func TestStaticRestartOfLeader(t *testing.T) {
 	g.mu.Lock()
 	leader := g.members[g.leader]
 	ran := slices.Sorted(maps.Keys(leader.active))
-	rounds := g.rounds.n
 	g.mu.Unlock()
 	restarted := r.restart(leader, leader.name+"b", true)
-	time.Sleep(10 * heartbeatInterval) // a rejoin, if any, rebalances
+	r.mu.Lock()
+	assert.Positive(t, r.fixed, "JoinGroup responses read with %s's own report", restarted.name)
+	r.mu.Unlock()
+	g.waitReport(restarted)
 	staying := []*member{restarted}
 	for _, m := range []*member{s1, s2, s3} {
 		if m != leader {
@@ -210,18 +231,11 @@ func TestStaticRestartOfLeader(t *testing.T) {
 		}
 	}
 	slices.SortFunc(staying, func(a, b *member) int { return strings.Compare(a.name, b.name) })
-	g.mu.Lock()
-	assert.Equal(t, rounds, g.rounds.n, "leader rounds computed since the restart")
-	assert.Equal(t, ran, slices.Sorted(maps.Keys(restarted.active)), "%s runs %s's tasks", restarted.name, leader.name)
-	assert.True(t, g.stableLocked(staying...), "a balanced group after the restart")
-	g.mu.Unlock()
-	r.mu.Lock()
-	assert.Positive(t, r.fixed, "JoinGroup responses read with %s's own report", restarted.name)
-	r.mu.Unlock()
-
-	restarted.cl.ForceRebalance()
-	g.waitFor(restarted.name+" to lead a round", func() bool { return g.rounds.n > rounds && g.leader == restarted.name })
 	g.waitStable(staying...)
+	g.mu.Lock()
+	assert.Equal(t, restarted.name, g.leader, "leader of the last round")
+	assert.Equal(t, ran, restarted.firstActive, "%s's tasks in its first session", restarted.name)
+	g.mu.Unlock()
 	g.finishExactly()
 }
 
@@ -280,7 +294,8 @@ func TestStaticRestartOfLearner(t *testing.T) {
 // TestStaticRestartWhileLeaving: S2, a static member leaving through
 // learners (Leave), restarts within its session before its learners on S1
 // and S3 are ready. S2b, a fresh Balancer that is not leaving, gets S2's
-// tasks back, every one tagged learned; it does not shut down. When the
+// tasks back, every one tagged learned, and rejoins once (see
+// TestStaticRestartGetsLearnedTag); it does not shut down. When the
 // learners are ready, S2b releases the tasks at the next join, and the
 // group ends balanced over the three with no record processed twice.
 func TestStaticRestartWhileLeaving(t *testing.T) {
@@ -303,9 +318,11 @@ func TestStaticRestartWhileLeaving(t *testing.T) {
 	require.ElementsMatch(t, handOver, sent.Learned, "S2's last assignment tags every task it hands over learned: %v", sent)
 
 	s2b := r.restart(s2, "S2b", true)
-	time.Sleep(10 * heartbeatInterval) // a rejoin, if any, rebalances
 	g.mu.Lock()
-	assert.Equal(t, handOver, slices.Sorted(maps.Keys(s2b.active)), "S2b runs S2's tasks")
+	assert.Equal(t, handOver, s2b.firstActive, "S2b's tasks in its first session")
+	g.mu.Unlock()
+	g.waitReport(s2b)
+	g.mu.Lock()
 	assert.False(t, s2b.shutdown, "S2b shut down: it is not leaving")
 	g.mu.Unlock()
 
@@ -319,4 +336,65 @@ func TestStaticRestartWhileLeaving(t *testing.T) {
 	}
 	g.mu.Unlock()
 	g.finishExactly()
+}
+
+// restartedAbsent is a member's balancer whose leader reads the JoinGroup
+// response as Kafka sends it after a static member's restart
+// (staticRestart) and while that member is away (absentStatic).
+type restartedAbsent struct {
+	*kgolearner.Balancer
+	r *staticRestart
+	a *absentStatic
+}
+
+// MemberBalancer gives the leader's balancer the members as Kafka lists
+// them.
+func (s restartedAbsent) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	return s.Balancer.MemberBalancer(s.a.add(s.r.members(members)))
+}
+
+// TestStaticRestartThenMissesJoin: S2 restarts as S2b within its session,
+// and S2b then misses a rebalance's join while its session lasts. Kafka
+// keeps S2b in the group and lists it to the leader with the metadata of
+// its last JoinGroup. Had that been its first, a fresh client's, which
+// claims nothing, the leader would give S2b's tasks to their standbys on
+// the others while S2b ran them (before a restarted member rejoined, both
+// of S2b's tasks ran on two members, and 520 and 524 records ran twice in
+// two runs). S2b rejoins once after the restart, so the leader reads a
+// report that claims them, and keeps them on S2b while it is away.
+func TestStaticRestartThenMissesJoin(t *testing.T) {
+	g := newGroup(t, storyTopology)
+	g.options = learner.Options{Standbys: 1}     // each task's warmest copy but its owner's
+	g.rebalanceTimeout = 1500 * time.Millisecond // the join phase ends without S2b well within its session
+	for _, name := range []string{"S1", "S2", "S3"} {
+		g.instance[name] = name
+	}
+	a := keepAbsent(g, "S2") // first: it reads the restart's own metadata
+	r := keepRestart(g)
+	g.wrap = func(b *kgolearner.Balancer) kgo.GroupBalancer { return restartedAbsent{b, r, a} }
+	s1, s2, s3 := g.add("S1", true), g.add("S2", true), g.add("S3", true)
+	g.waitStable(s1, s2, s3)
+	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
+
+	s2b := r.restart(s2, "S2b", true)
+	time.Sleep(10 * heartbeatInterval) // S2b's rejoin, and follow-ups
+	g.mu.Lock()
+	ran := slices.Sorted(maps.Keys(s2b.active))
+	t.Logf("S2b runs %v; a leader round read its report of them: %v", ran, g.reportedLocked(s2b))
+	g.mu.Unlock()
+	require.NotEmpty(t, ran, "S2b's tasks")
+	a.away(s2b)
+	s1.cl.ForceRebalance() // the rebalance S2b misses
+	g.waitFor("a leader round with S2b away", func() bool { _, n := a.counts(); return n > 0 })
+	time.Sleep(10 * heartbeatInterval)
+	g.mu.Lock()
+	for _, tk := range ran {
+		assert.Equal(t, "S2b", g.active[tk], "who runs %s while S2b is away", tk)
+	}
+	assert.Empty(t, s2b.lostInstances, "S2b's task instances another member started while S2b ran them")
+	g.mu.Unlock()
+
+	a.back()
+	g.waitStable(s1, s2b, s3)
+	g.finish()
 }
