@@ -691,7 +691,11 @@ func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND) twice Config.DeliveryTimeout after it
 // was produced: kgo fails no record of such a write before an answer, since
 // it could still land, and the task waits for it. One event comes then,
-// and one a DeliveryTimeout after that while the write lasts.
+// and one a DeliveryTimeout after that while the write lasts. A write the
+// broker refuses with a code kgo retries (NOT_ENOUGH_REPLICAS) is reported
+// too when kgo's next try, which fails it, comes later than that: kgo tries
+// it at its next metadata refresh (kgo.MetadataMinAge, 5 s by default), so
+// a DeliveryTimeout under half of that reports it as stalled until it fails.
 var ErrWriteStalled = errors.New("state: write stalled, still waiting for the broker")
 
 // recordTopics names the topics of recs, sorted, for messages.

@@ -129,7 +129,9 @@ type Config struct {
 	// so kgo does not, and the task waits for the broker; lower timeouts
 	// only make each try shorter. The wait is reported: an Error event
 	// wrapping ErrWriteStalled twice the timeout after the write, and one
-	// a timeout after that while it lasts. Run
+	// a timeout after that while it lasts (a timeout under half of
+	// kgo.MetadataMinAge reports so a NOT_ENOUGH_REPLICAS write, too,
+	// until kgo's next try fails it). Run
 	// refuses kgo.AllowIdempotentProduceCancellation in ClientOpts,
 	// which fails such a write at the timeout: it may then land after
 	// the batch's retry, as a zombie's does (see the README).
