@@ -48,9 +48,12 @@
 // the receiver when it had reported the task ready, for three deferrals in
 // a row at most (an owner that has not released it by then is a static
 // member that missed the join, whose return or session expiry starts the
-// rebalance). (Not the leader: a rebalance it started right after its own
-// SyncGroup could reach the owner before the owner's SyncGroup, which the
-// broker would then refuse.)
+// rebalance, or, rarely, one whose SyncGroup each of those rebalances
+// refused: it keeps the task, tagged learned, until a rebalance for another
+// reason, and so does a leaving one without a Leave deadline). (Not the
+// leader: a rebalance it started right after its own SyncGroup could reach
+// the owner before the owner's SyncGroup, which the broker would then
+// refuse.)
 //
 // kgo follows a generation in which a member lost partitions with one more
 // rebalance (kgo rejoins after revoking them), in which no learner that was

@@ -322,7 +322,11 @@ const maxChases = 3
 // rebalancing, each rebalance waiting the rebalance timeout for the absent
 // member while kgo holds every member's commits (TestStaticMemberMissesJoin:
 // 11 to 13 generations in 3.5 s on kfake). Its return or expiry starts the
-// rebalance that moves the task.
+// rebalance that moves the task. The cap has a cost: an owner present whose
+// SyncGroup the rebalance of each chase refused (it came more than a
+// heartbeat interval late, see rejoin) gets the learned tag only in a
+// session nobody chases, and keeps the task until a rebalance for another
+// reason; a leaving owner without a Leave deadline waits that long.
 func (b *Balancer) chase(learning []string) bool {
 	deferred := func(t string) bool { return b.reportedReady[t] && slices.Contains(learning, t) }
 	maps.DeleteFunc(b.chased, func(t string, _ int) bool { return !deferred(t) })
