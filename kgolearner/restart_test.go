@@ -206,13 +206,9 @@ func TestStaticRestartGetsLearnedTag(t *testing.T) {
 // generation did not change). Its rejoin (see
 // TestStaticRestartGetsLearnedTag) starts a rebalance it leads as usual.
 func TestStaticRestartOfLeader(t *testing.T) {
-	g := newGroup(t, storyTopology)
-	for _, name := range []string{"S1", "S2", "S3"} {
-		g.instance[name] = name
-	}
+	g := newStaticGroup(t)
 	r := keepRestart(g)
-	s1, s2, s3 := g.add("S1", true), g.add("S2", true), g.add("S3", true)
-	g.waitStable(s1, s2, s3)
+	s1, s2, s3 := g.addBalanced()
 	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
 
 	g.mu.Lock()
@@ -243,10 +239,7 @@ func TestStaticRestartOfLeader(t *testing.T) {
 // learners at once, then S3, a static member that does not, with
 // staticRestart installed, and waits until S3 learns its share.
 func staticLearnerGroup(t *testing.T) (g *group, r *staticRestart, s1, s2, s3 *member) {
-	g = newGroup(t, storyTopology)
-	for _, name := range []string{"S1", "S2", "S3"} {
-		g.instance[name] = name
-	}
+	g = newStaticGroup(t)
 	r = keepRestart(g)
 	s1, s2, s3 = g.addLearner()
 	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
@@ -299,13 +292,9 @@ func TestStaticRestartOfLearner(t *testing.T) {
 // learners are ready, S2b releases the tasks at the next join, and the
 // group ends balanced over the three with no record processed twice.
 func TestStaticRestartWhileLeaving(t *testing.T) {
-	g := newGroup(t, storyTopology)
-	for _, name := range []string{"S1", "S2", "S3"} {
-		g.instance[name] = name
-	}
+	g := newStaticGroup(t)
 	r := keepRestart(g)
-	s1, s2, s3 := g.add("S1", true), g.add("S2", true), g.add("S3", true)
-	g.waitStable(s1, s2, s3)
+	s1, s2, s3 := g.addBalanced()
 	g.mu.Lock()
 	s1.autoReady, s3.autoReady = false, false
 	handOver := slices.Sorted(maps.Keys(s2.active))
@@ -363,17 +352,13 @@ func (s restartedAbsent) MemberBalancer(members []kmsg.JoinGroupResponseMember) 
 // two runs). S2b rejoins once after the restart, so the leader reads a
 // report that claims them, and keeps them on S2b while it is away.
 func TestStaticRestartThenMissesJoin(t *testing.T) {
-	g := newGroup(t, storyTopology)
+	g := newStaticGroup(t)
 	g.options = learner.Options{Standbys: 1}     // each task's warmest copy but its owner's
 	g.rebalanceTimeout = 1500 * time.Millisecond // the join phase ends without S2b well within its session
-	for _, name := range []string{"S1", "S2", "S3"} {
-		g.instance[name] = name
-	}
-	a := keepAbsent(g, "S2") // first: it reads the restart's own metadata
+	a := keepAbsent(g, "S2")                     // first: it reads the restart's own metadata
 	r := keepRestart(g)
 	g.wrap = func(b *kgolearner.Balancer) kgo.GroupBalancer { return restartedAbsent{b, r, a} }
-	s1, s2, s3 := g.add("S1", true), g.add("S2", true), g.add("S3", true)
-	g.waitStable(s1, s2, s3)
+	s1, s2, s3 := g.addBalanced()
 	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
 
 	s2b := r.restart(s2, "S2b", true)

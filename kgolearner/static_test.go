@@ -18,13 +18,28 @@ import (
 // staticGroup starts a balanced group of static members S1 to S3
 // (kgo.InstanceID), whose instance IDs are their names.
 func staticGroup(t *testing.T) (g *group, s1, s2, s3 *member) {
-	g = newGroup(t, storyTopology)
+	g = newStaticGroup(t)
+	s1, s2, s3 = g.addBalanced()
+	return g, s1, s2, s3
+}
+
+// newStaticGroup is a group of the story topology whose members S1 to S3
+// will be static, under their names as instance IDs; none is started, so
+// that a test can set the group up first.
+func newStaticGroup(t *testing.T) *group {
+	g := newGroup(t, storyTopology)
 	for _, name := range []string{"S1", "S2", "S3"} {
 		g.instance[name] = name
 	}
+	return g
+}
+
+// addBalanced starts S1 to S3, which ready their learners at once, and
+// waits until the group is balanced over them.
+func (g *group) addBalanced() (s1, s2, s3 *member) {
 	s1, s2, s3 = g.add("S1", true), g.add("S2", true), g.add("S3", true)
 	g.waitStable(s1, s2, s3)
-	return g, s1, s2, s3
+	return s1, s2, s3
 }
 
 // TestStaticMemberRestart: a static member restarts, as in a rolling
@@ -188,11 +203,8 @@ func (k keptStatic) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.
 // reports T released and S3 runs it. The group ends balanced, every record
 // processed, any twice only by an instance that was lost.
 func TestStaticMemberMissesJoin(t *testing.T) {
-	g := newGroup(t, storyTopology)
+	g := newStaticGroup(t)
 	g.rebalanceTimeout = 1500 * time.Millisecond // the join phase ends without S2 well within its session
-	for _, name := range []string{"S1", "S2", "S3"} {
-		g.instance[name] = name
-	}
 	a := keepAbsent(g, "S2")
 	s1, s2, s3 := g.addLearner()
 	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
