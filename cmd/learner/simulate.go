@@ -149,6 +149,18 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		}
 		return sc.Check()
 	}
+	// input names a scenario read with -scenario, as assign names its
+	// input; it stays "" for a scenario the command made (the default, a
+	// suite's), which has no file to point at.
+	input := ""
+	// scenarioError is the text of an error of the scenario: at FILE:N when
+	// it is at a line of a file, after FILE when at none (see describe).
+	scenarioError := func(err error) string {
+		if input == "" {
+			return err.Error()
+		}
+		return describe(input, err)
+	}
 	// tooLarge adds to a scenario's error the flags given that make its
 	// work (sim.Scenario.Work) what it is, if any.
 	tooLarge := func(err error) int {
@@ -159,21 +171,9 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 			}
 		}
 		if len(given) == 0 {
-			return fail("%v", err)
+			return fail("%s", scenarioError(err))
 		}
-		return fail("%v (given %s)", err, strings.Join(given, ", "))
-	}
-	// input names a scenario read with -scenario, as assign names its
-	// input; it stays "" for a scenario the command made (the default, a
-	// suite's), which has no file to point at.
-	input := ""
-	// scenarioError is the text of an error of the scenario: at FILE:N when
-	// it is at a line of a file.
-	scenarioError := func(err error) string {
-		if input == "" {
-			return err.Error()
-		}
-		return describe(input, err)
+		return fail("%s (given %s)", scenarioError(err), strings.Join(given, ", "))
 	}
 	// flagError names the flag behind a setting out of range; where names
 	// the place, in a scenario the command made, of an event at a line that
