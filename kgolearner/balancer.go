@@ -46,14 +46,13 @@
 // learned task; the members start it as soon as they have applied the
 // assignment: the owner when the task is stateless or its release failed,
 // the receiver when it had reported the task ready, for three deferrals in
-// a row at most (an owner that has not released it by then is a static
-// member that missed the join, whose return or session expiry starts the
-// rebalance, or, rarely, one whose SyncGroup each of those rebalances
-// refused: it keeps the task, tagged learned, until a rebalance for another
-// reason, and so does a leaving one without a Leave deadline). (Not the
-// leader: a rebalance it started right after its own SyncGroup could reach
-// the owner before the owner's SyncGroup, which the broker would then
-// refuse.)
+// a row at most, then once more a session timeout later (an owner that has
+// not released it by then is a static member that missed the join, whose
+// return or session expiry starts the rebalance, or, rarely, one whose
+// SyncGroup each of those rebalances refused, which nobody else would
+// rejoin for). (Not the leader: a rebalance it started right after its own
+// SyncGroup could reach the owner before the owner's SyncGroup, which the
+// broker would then refuse.)
 //
 // kgo follows a generation in which a member lost partitions with one more
 // rebalance (kgo rejoins after revoking them), in which no learner that was
@@ -425,7 +424,7 @@ func (b *Balancer) Ready(task string) bool {
 	rejoin := b.w.ShouldRejoin(time.Now())
 	b.mu.Unlock()
 	if rejoin {
-		b.rejoin()
+		b.rejoin(false)
 	}
 	return ok
 }
@@ -474,7 +473,7 @@ func (b *Balancer) Leave(deadline time.Time) {
 	rejoin := b.w.ShouldRejoin(time.Now())
 	b.mu.Unlock()
 	if rejoin {
-		b.rejoin()
+		b.rejoin(false)
 	}
 }
 
@@ -499,14 +498,19 @@ func (b *Balancer) checkDeadline() {
 // releases its learned tasks, and the session it leads to decides anew
 // whether to rejoin (PartitionsAssigned). Forced anyway, it would start one
 // more rebalance that changes nothing.
-func (b *Balancer) rejoin() {
+//
+// Later, it waits one session timeout instead (see chase).
+func (b *Balancer) rejoin(later bool) {
 	cl := b.cl.Load()
 	if cl == nil {
 		return
 	}
-	settle, ok := cl.OptValue(kgo.HeartbeatInterval).(time.Duration)
-	if !ok {
-		settle = 3 * time.Second // kgo's default
+	opt, settle := kgo.HeartbeatInterval, 3*time.Second // kgo's defaults
+	if later {
+		opt, settle = kgo.SessionTimeout, 45*time.Second
+	}
+	if d, ok := cl.OptValue(opt).(time.Duration); ok {
+		settle = d
 	}
 	b.mu.Lock()
 	wait, joins := time.Until(b.sessionStart.Add(settle)), b.joins

@@ -272,7 +272,7 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added
 	// A learned tag on a stateless task or on a task the member failed to
 	// release, or a learner it reported ready and did not get, is a move
 	// the leader deferred: it is due now.
-	chase := b.chase(as.Learning) // counts every session: never skipped by ||
+	chase, chaseLater := b.chase(as.Learning) // counts every session: never skipped by ||
 	rejoin := chase || restarted || b.w.ShouldRejoin(time.Now()) || slices.ContainsFunc(as.Learned, func(t string) bool {
 		return b.unreleased[t] || len(b.stateful([]string{t})) == 0
 	})
@@ -301,7 +301,9 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added
 		// Learners became ready while the join was pending, the leader
 		// deferred a move to the next rebalance, or the broker keeps a
 		// report that claims none of the member's tasks.
-		go b.rejoin()
+		go b.rejoin(false)
+	} else if chaseLater {
+		go b.rejoin(true)
 	}
 }
 
@@ -314,7 +316,7 @@ const maxChases = 3
 // its join reported ready and the assignment gives back to learn: a move
 // the leader deferred, due at the next rebalance, which nothing else may
 // start. It does so up to maxChases sessions in a row per task (b.mu
-// held). An owner that has not released the task by then either rejoins
+// held), and once more a session timeout later (later). An owner that has not released the task by then either rejoins
 // itself (its release failed) or is away: a static member that missed the
 // join, which a real broker keeps in the group with the report of its last
 // join until it returns or its session expires. The leader keeps the task
@@ -322,22 +324,24 @@ const maxChases = 3
 // rebalancing, each rebalance waiting the rebalance timeout for the absent
 // member while kgo holds every member's commits (TestStaticMemberMissesJoin:
 // 11 to 13 generations in 3.5 s on kfake). Its return or expiry starts the
-// rebalance that moves the task. The cap has a cost: an owner present whose
+// rebalance that moves the task, which a rejoin a session timeout after the
+// cap was reached finds done (rejoin drops it). An owner present whose
 // SyncGroup the rebalance of each chase refused (it came more than a
-// heartbeat interval late, see rejoin) gets the learned tag only in a
-// session nobody chases, and keeps the task until a rebalance for another
-// reason; a leaving owner without a Leave deadline waits that long.
-func (b *Balancer) chase(learning []string) bool {
+// heartbeat interval late, see rejoin) has the learned tag only from that
+// session on, which nobody else ends: that rejoin moves the task
+// (TestDeferredMoveOwnerSyncRefused; without it the group stayed stable
+// with the task on its owner).
+func (b *Balancer) chase(learning []string) (now, later bool) {
 	deferred := func(t string) bool { return b.reportedReady[t] && slices.Contains(learning, t) }
 	maps.DeleteFunc(b.chased, func(t string, _ int) bool { return !deferred(t) })
-	chase := false
 	for _, t := range learning {
 		if deferred(t) {
 			b.chased[t]++
-			chase = chase || b.chased[t] <= maxChases
+			now = now || b.chased[t] <= maxChases
+			later = later || b.chased[t] == maxChases+1
 		}
 	}
-	return chase
+	return now, later
 }
 
 // PartitionsLost is the balancer's kgo.OnPartitionsLost callback (Opts sets
