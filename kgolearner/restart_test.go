@@ -128,18 +128,22 @@ func (r *staticRestart) restart(old *member, name string, autoReady bool) *membe
 }
 
 // waitReport waits for a leader round in which m, restarted, reports the
-// active tasks it runs: the one its rejoin after the restart starts.
+// active tasks it runs or released: the one its rejoin after the restart
+// starts.
 func (g *group) waitReport(m *member) {
 	g.t.Helper()
 	g.waitFor(m.name+"'s report of its tasks", func() bool { return g.reportedLocked(m) })
 }
 
 // reportedLocked reports whether a leader round read m reporting active
-// tasks under its current member ID.
+// tasks, or tasks it released, under its current member ID. Not active
+// tasks alone: a member whose every task was tagged learned releases them
+// all at that rejoin, and only a later rebalance, which may never come, has
+// it report those it got back.
 func (g *group) reportedLocked(m *member) bool {
 	return slices.ContainsFunc(g.history, func(r kgolearner.Round) bool {
 		return slices.ContainsFunc(r.Members, func(mm learner.MemberMetadata) bool {
-			return mm.ID == kgolearner.LearnerID(m.sessionAs) && len(mm.Assigned) > 0
+			return mm.ID == kgolearner.LearnerID(m.sessionAs) && len(mm.Assigned)+len(mm.Revoked) > 0
 		})
 	})
 }
