@@ -499,7 +499,7 @@ func (b *Balancer) checkDeadline() {
 // whether to rejoin (PartitionsAssigned). Forced anyway, it would start one
 // more rebalance that changes nothing.
 //
-// Later, it waits one session timeout instead (see chase).
+// With later, it waits one session timeout instead (see chase).
 func (b *Balancer) rejoin(later bool) {
 	cl := b.cl.Load()
 	if cl == nil {

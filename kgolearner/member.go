@@ -315,22 +315,23 @@ const maxChases = 3
 // chase reports whether the member should rejoin for a learner task that
 // its join reported ready and the assignment gives back to learn: a move
 // the leader deferred, due at the next rebalance, which nothing else may
-// start. It does so up to maxChases sessions in a row per task (b.mu
-// held), and once more a session timeout later (later). An owner that has not released the task by then either rejoins
-// itself (its release failed) or is away: a static member that missed the
+// start. It does so now for up to maxChases sessions in a row per task,
+// and later, a session timeout on, in the session after those (b.mu held).
+//
+// The cap is for an owner that is away: a static member that missed the
 // join, which a real broker keeps in the group with the report of its last
 // join until it returns or its session expires. The leader keeps the task
 // on it at every rebalance, and a rejoin after each would keep the group
 // rebalancing, each rebalance waiting the rebalance timeout for the absent
 // member while kgo holds every member's commits (TestStaticMemberMissesJoin:
-// 11 to 13 generations in 3.5 s on kfake). Its return or expiry starts the
-// rebalance that moves the task, which a rejoin a session timeout after the
-// cap was reached finds done (rejoin drops it). An owner present whose
-// SyncGroup the rebalance of each chase refused (it came more than a
-// heartbeat interval late, see rejoin) has the learned tag only from that
-// session on, which nobody else ends: that rejoin moves the task
-// (TestDeferredMoveOwnerSyncRefused; without it the group stayed stable
-// with the task on its owner).
+// 11 to 13 generations in 3.5 s on kfake); its return or expiry starts the
+// rebalance that moves the task, which the later rejoin then finds done
+// (rejoin drops it). An owner whose release failed rejoins by itself. The
+// later rejoin is for an owner present whose SyncGroup the rebalance of
+// each chase refused (it came more than a heartbeat interval late, see
+// rejoin): it has the learned tag only from the session after, which
+// nobody else ends (TestDeferredMoveOwnerSyncRefused; without it the group
+// stayed stable with the task on its owner).
 func (b *Balancer) chase(learning []string) (now, later bool) {
 	deferred := func(t string) bool { return b.reportedReady[t] && slices.Contains(learning, t) }
 	maps.DeleteFunc(b.chased, func(t string, _ int) bool { return !deferred(t) })

@@ -197,10 +197,11 @@ func (k keptStatic) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.
 // runs nowhere until S2 is back, S2's other tasks run on S2 alone, and
 // nobody else starts any of them. S3 rejoins for T after three deferrals
 // at most, not after each: on a real broker every rebalance would wait for
-// S2 (and once more a session timeout later, after the test looked). Once S2's JoinGroup gets through (kfake,
-// which dropped S2, answers UNKNOWN_MEMBER_ID and S2 rejoins under a new
-// member ID; a real broker rebalances because S2's metadata changed), S2
-// reports T released and S3 runs it. The group ends balanced, every record
+// S2 (and once more a session timeout later, after the test looked). Once
+// S2's JoinGroup gets through (kfake, which dropped S2, answers
+// UNKNOWN_MEMBER_ID and S2 rejoins under a new member ID; a real broker
+// rebalances because S2's metadata changed), S2 reports T released and S3
+// runs it. The group ends balanced, every record
 // processed, any twice only by an instance that was lost.
 func TestStaticMemberMissesJoin(t *testing.T) {
 	g := newStaticGroup(t)
