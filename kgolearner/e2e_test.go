@@ -150,9 +150,13 @@ type member struct {
 
 	// Guarded by g.mu.
 	autoReady bool
-	deadline  bool           // left with a deadline: may shut down with active tasks
-	dead      bool           // crashed, left, or lost its session
-	closing   bool           // its client is closing: it leaves the group
+	deadline  bool // left with a deadline: may shut down with active tasks
+	dead      bool // crashed, left, or lost its session
+	closing   bool // its client is closing: it leaves the group
+	// closed holds "task#instance" of the instances the member stopped
+	// while closing: their commit follows, and if a fault cuts it
+	// (commitCut), they count as lost.
+	closed    []string
 	active    map[string]int // task -> instance
 	instances map[string]int // task -> instances started so far
 	lost      map[string]bool
@@ -443,6 +447,8 @@ func (m *member) endLocked(task string, lost bool) {
 	if lost || m.dead {
 		m.lostInstances[fmt.Sprintf("%s#%d", task, instance)] = true
 		g.lostFrom[task] = true
+	} else if m.closing {
+		m.closed = append(m.closed, fmt.Sprintf("%s#%d", task, instance))
 	}
 	delete(m.active, task)
 	if g.active[task] == m.name {
@@ -612,6 +618,19 @@ func (m *member) close() {
 	m.g.mu.Lock()
 	m.dead = true
 	m.g.mu.Unlock()
+}
+
+// commitCut is called when a fault cuts an OffsetCommit of m: the
+// instances it stopped while closing were not committed (it leaves anyway,
+// and the next owner replays them: delivery is at least once), so they
+// count as lost.
+func (m *member) commitCut() {
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	for _, inst := range m.closed {
+		m.lostInstances[inst] = true
+		m.g.lostFrom[inst[:strings.IndexByte(inst, '#')]] = true
+	}
 }
 
 // waitFor waits until cond (called with g.mu held) holds, failing on an

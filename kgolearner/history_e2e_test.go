@@ -104,7 +104,12 @@ func (f *faultSet) inject(t *testing.T, g *group, rng *rand.Rand, m *member) {
 		})
 	case 1:
 		t.Logf("step: fault: %s's next %s is cut", m.name, name)
-		control(func() (kmsg.Response, error, bool) { return nil, errors.New("connection cut"), true })
+		control(func() (kmsg.Response, error, bool) {
+			if key == kmsg.OffsetCommit {
+				m.commitCut()
+			}
+			return nil, errors.New("connection cut"), true
+		})
 	case 2:
 		err := []*kerr.Error{kerr.NotCoordinator, kerr.CoordinatorNotAvailable}[rng.IntN(2)]
 		t.Logf("step: fault: %s's next %s is answered %v", m.name, name, err)
@@ -126,6 +131,9 @@ func (f *faultSet) inject(t *testing.T, g *group, rng *rand.Rand, m *member) {
 				g.cluster.KeepControl()
 				if requestMember(req) != id {
 					return nil, nil, false
+				}
+				if req.Key() == int16(kmsg.OffsetCommit) {
+					m.commitCut()
 				}
 				return nil, errors.New("cut off"), true
 			})
