@@ -105,6 +105,7 @@ type group struct {
 	members  map[string]*member // every member ever added, dead or alive
 	active   map[string]string  // task -> member running it (hooks)
 	lastOwn  map[string]string  // task -> member that ran it last
+	ownedAt  map[string]int     // task -> len(history) when lastOwn started it
 	lostFrom map[string]bool    // task -> its last instance was lost
 	stateful map[string]bool
 	failures []string
@@ -197,7 +198,7 @@ func newGroup(t *testing.T, topology []kgolearner.Subtopology) *group {
 	c, err := kfake.NewCluster(opts...)
 	require.NoError(t, err)
 	g := &group{t: t, cluster: c, topology: topology, autoCommit: 500 * time.Millisecond, session: map[string]time.Duration{}, rebalanceTimeout: 5 * time.Second, instance: map[string]string{},
-		topologies: map[string][]kgolearner.Subtopology{}, members: map[string]*member{}, active: map[string]string{}, lastOwn: map[string]string{},
+		topologies: map[string][]kgolearner.Subtopology{}, members: map[string]*member{}, active: map[string]string{}, lastOwn: map[string]string{}, ownedAt: map[string]int{},
 		lostFrom: map[string]bool{}, stateful: map[string]bool{}, processed: map[string]map[int64][]processing{}}
 	g.producer = startProducer(t, c, topology)
 	t.Cleanup(func() {
@@ -387,7 +388,8 @@ func (m *member) startActive(task string) {
 	// rejoins.
 	gone = gone || len(g.history) > 0 && !slices.ContainsFunc(g.history[len(g.history)-1].Members,
 		func(mm learner.MemberMetadata) bool { return g.nameLocked(mm.ID) == prev })
-	if g.stateful[task] && prev != "" && prev != m.name && !gone && !g.lostFrom[task] && !zombie && !(learned && ready) {
+	if g.stateful[task] && prev != "" && prev != m.name && !gone && !g.lostFrom[task] && !zombie && !(learned && ready) &&
+		!g.handedToDeadLocked(task, g.ownedAt[task], prev, m.name) {
 		g.fail("stateful task %s moved from live member %s to %s, which did not learn it to readiness (learner: %v)",
 			task, prev, m.name, learned)
 	}
@@ -402,7 +404,7 @@ func (m *member) startActive(task string) {
 	}
 	m.active[task] = m.instances[task]
 	g.active[task] = m.name
-	g.lastOwn[task] = m.name
+	g.lastOwn[task], g.ownedAt[task] = m.name, len(g.history)
 	delete(g.lostFrom, task)
 }
 
@@ -583,6 +585,23 @@ func (m *member) crash() {
 		g.cluster.ControlKey(int16(key), drop)
 	}
 	m.cl.Close()
+}
+
+// handedToDeadLocked reports whether a round since the task's last owner
+// started it (from round index since of g.history) gave it active to a
+// member other than its owner and m that is dead now and never started it:
+// its owner released it to that member (a ready learner, say), and whoever
+// gets it next starts it without the state, as after any crash.
+func (g *group) handedToDeadLocked(task string, since int, owner, m string) bool {
+	for _, r := range g.history[min(since, len(g.history)):] {
+		for _, as := range r.Assignments {
+			to := g.nameLocked(as.MemberID)
+			if to != owner && to != m && g.members[to] != nil && g.members[to].dead && slices.Contains(as.Assigned, task) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // requestMember returns the member ID a group request is sent as, "" for
