@@ -609,10 +609,11 @@ func (r *Runtime) readLimits() {
 }
 
 // produce produces recs and waits for every acknowledgement. Once the
-// runtime failed (fail) it stops waiting and cancels the records' context:
-// Run returns, abandoning the writes in flight as a crash would, rather
-// than wait for kgo to give up on them (it retries a deleted topic's for
-// many seconds). The records' context ends after Config.DeliveryTimeout
+// runtime failed (fail), or ctx is done, it stops waiting and cancels the
+// records' context: Run returns, abandoning the writes in flight as a
+// crash would, rather than wait for kgo to give up on them (it retries a
+// deleted topic's for many seconds, and a write the broker never answers
+// until it does). The records' context ends after Config.DeliveryTimeout
 // too, rather than kgo.RecordDeliveryTimeout, which kgo counts from each
 // record's Timestamp, not from now: kgo then fails the records it may,
 // not those of a write it sent without learning its fate (see
@@ -677,6 +678,8 @@ func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 	case <-done:
 	case <-r.failed.Done():
 		return errFailed
+	case <-parent.Done():
+		return parent.Err()
 	}
 	mu.Lock()
 	defer mu.Unlock()

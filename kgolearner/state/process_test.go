@@ -110,7 +110,9 @@ func TestFailedWriteRewindsStatelessInputs(t *testing.T) {
 // record "read".
 type counter struct {
 	*cluster
+	cfg       state.Config
 	done      <-chan error
+	stop      func() // cancels Run and waits for it
 	processed atomic.Int64
 	read      chan int
 	errs      chan timedErr // the Error events
@@ -127,7 +129,7 @@ type timedErr struct {
 func newCounter(t *testing.T, opts ...kgo.Opt) *counter {
 	c := &counter{cluster: newCluster(t, "in", "out"), read: make(chan int, 1), errs: make(chan timedErr, 10)}
 	first := make(chan struct{})
-	c.done, _ = c.run(state.Config{
+	c.cfg = state.Config{
 		Subtopologies:   []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
 		DeliveryTimeout: time.Second,
 		ClientOpts:      opts,
@@ -161,11 +163,16 @@ func newCounter(t *testing.T, opts ...kgo.Opt) *counter {
 				}
 			},
 		},
-	})
+	}
+	c.done, c.stop = c.run(c.cfg)
 	c.in("1")
 	waitFor(t, c.done, first, "first record processed")
 	return c
 }
+
+// restart runs the counter again, with a new runtime whose store starts
+// empty, once the last one's Run returned.
+func (c *counter) restart() { c.done, c.stop = c.run(c.cfg) }
 
 // in writes a record of value v to "in" partition 0, an hour old (see
 // TestStalledWriteIsReported).
@@ -257,20 +264,7 @@ func TestUncertainWriteIsWaitedFor(t *testing.T) {
 		name  string
 		fault func(*counter) (end func())
 	}{
-		{"unanswered", func(c *counter) func() {
-			id := topicID(t, c.admin(), changelog) // Produce v13 names topics by ID
-			toChangelog := func(rt kmsg.ProduceRequestTopic) bool { return rt.Topic == changelog || rt.TopicID == id }
-			var hung atomic.Bool
-			hung.Store(true)
-			c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-				c.c.KeepControl()
-				if !hung.Load() || !slices.ContainsFunc(kr.(*kmsg.ProduceRequest).Topics, toChangelog) {
-					return nil, nil, false
-				}
-				return nil, nil, true // handled without a response: kfake reads nothing more from the connection
-			})
-			return func() { hung.Store(false) }
-		}},
+		{"unanswered", func(c *counter) func() { return c.hang(changelog) }},
 		{"REQUEST_TIMED_OUT", answered(kerr.RequestTimedOut)},
 		{"NOT_ENOUGH_REPLICAS_AFTER_APPEND", answered(kerr.NotEnoughReplicasAfterAppend)},
 	} {
@@ -313,6 +307,63 @@ func TestUncertainWriteIsWaitedFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hang makes the broker answer no Produce request to topic until end is
+// called: kfake keeps each without replying, as a broker hung with its
+// connections open.
+func (c *counter) hang(topic string) (end func()) {
+	id := topicID(c.t, c.admin(), topic) // Produce v13 names topics by ID
+	toTopic := func(rt kmsg.ProduceRequestTopic) bool { return rt.Topic == topic || rt.TopicID == id }
+	var hung atomic.Bool
+	hung.Store(true)
+	c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		if !hung.Load() || !slices.ContainsFunc(kr.(*kmsg.ProduceRequest).Topics, toTopic) {
+			return nil, nil, false
+		}
+		return nil, nil, true // handled without a response: kfake reads nothing more from the connection
+	})
+	return func() { hung.Store(false) }
+}
+
+// Cancelling Run's ctx while a changelog write waits for a broker that
+// never answers abandons the write as a crash would: Run returns at once
+// (before: it waited for the broker, still running 40 s after the cancel).
+// The write never landed, so the next runtime restores the count without
+// it and processes its record again: the count is exact.
+func TestCancelAbandonsUnansweredWrite(t *testing.T) {
+	changelog := state.ChangelogTopic("g", 0)
+	c := newCounter(t, kgo.ProduceRequestTimeout(time.Second))
+	end := sync.OnceFunc(c.hang(changelog))
+	t.Cleanup(end)
+	c.in("2")
+	select {
+	case e := <-c.errs:
+		require.ErrorIs(t, e.err, state.ErrWriteStalled, "Error event while the write's fate is unknown")
+	case err := <-c.done:
+		t.Fatalf("Run returned %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no Error event of the stalled write after 5s")
+	}
+	stopped := make(chan struct{})
+	go func() {
+		c.stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run still running 5s after its ctx was cancelled, waiting for a write the broker never answers")
+	}
+	require.NoError(t, <-c.done, "Run's error once its ctx was cancelled")
+	end()
+	c.restart()
+	require.Equal(t, 2, c.count(), "count after the abandoned write, restored and processed again")
+	// count reads the batch's own changes: wait for its write, which
+	// makes "2" and "read" processed.
+	require.Eventually(t, func() bool { return c.processed.Load() == 3 }, 20*time.Second, 10*time.Millisecond, "records processed once restarted")
+	require.Equal(t, []string{"k", "k"}, c.changelogKeys(changelog, 0), "changelog keys")
 }
 
 // Put refuses the keys a changelog cannot hold apart from the runtime's

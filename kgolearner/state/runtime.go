@@ -127,7 +127,8 @@ type Config struct {
 	// broker may have written, and which kgo tries until it is
 	// acknowledged. Failing such a write could leave it to land later,
 	// so kgo does not, and the task waits for the broker; lower timeouts
-	// only make each try shorter. The wait is reported: an Error event
+	// only make each try shorter. Cancelling Run's ctx ends the wait
+	// (see Run). The wait is reported: an Error event
 	// wrapping ErrWriteStalled twice the timeout after the write, and one
 	// a timeout after that while it lasts (a timeout under half of
 	// kgo.MetadataMinAge reports so a NOT_ENOUGH_REPLICAS write, too,
@@ -350,14 +351,15 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 // Cancelling ctx during the start makes Run return at once, with an error
 // wrapping ctx's and the last failure; Shutdown makes it return nil.
 //
-// Cancelling ctx abandons the batch in flight as a crash would; call Leave
-// for an orderly hand-over. Run then returns once its group client has
-// left the group, which is not at once: the client stops the member's
-// tasks, commits the offsets of what they processed (kgolearner's commit
-// timeout, or with Cooperative the runtime's, 10 s either way, bounds that
-// commit's own request) and sends a LeaveGroup; and a JoinGroup or
-// SyncGroup in flight, which kgo sends with the client's own context, is
-// waited for first. The coordinator answers a
+// Cancelling ctx abandons the batch in flight as a crash would, with its
+// writes, even one the broker has not answered (Shutdown and Leave wait
+// for those); call Leave for an orderly hand-over. Run then returns once
+// its group client has left the group, which is not at once: the client
+// stops the member's tasks, commits the offsets of what they processed
+// (kgolearner's commit timeout, or with Cooperative the runtime's, 10 s
+// either way, bounds that commit's own request) and sends a LeaveGroup;
+// and a JoinGroup or SyncGroup in flight, which kgo sends with the
+// client's own context, is waited for first. The coordinator answers a
 // JoinGroup when the rebalance's joins are in, at the latest the rebalance
 // timeout (kgo.RebalanceTimeout in ClientOpts, 60 s by default) after the
 // rebalance began; kgo gives up on it after the rebalance timeout plus
@@ -467,7 +469,8 @@ func (r *Runtime) Leave(deadline time.Time) {
 
 // Shutdown makes Run return after the batch in flight, leaving the group
 // without a hand-over; the leave takes what it takes when ctx is cancelled
-// (see Run).
+// (see Run). The batch's writes are waited for, one the broker does not
+// answer too (see Config.DeliveryTimeout): cancelling ctx ends that wait.
 func (r *Runtime) Shutdown() { r.stopOnce.Do(func() { close(r.stop) }) }
 
 // fail stops the runtime with err; the first error wins. It ends the
