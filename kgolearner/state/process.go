@@ -644,19 +644,25 @@ func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 	}
 	// The report runs on the timer's goroutine, which holds none of the
 	// runtime's locks, as Observer promises (produce may run under a
-	// task's); over, set once produce returns, ends it.
+	// task's); over, set once produce returns, ends it. A report under
+	// way holds reporting, which produce takes before it returns, so that
+	// none outlives it, nor Run: not mu, which kgo's acknowledgements
+	// take, so that a slow Observer delays no acknowledgement.
 	start, over := time.Now(), false
 	firstReport := r.cfg.DeliveryTimeout
 	if firstReport <= math.MaxInt64/2 { // else it would overflow: wait the timeout alone
 		firstReport *= 2
 	}
 	var stalled *time.Timer
+	var reporting sync.Mutex
 	mu.Lock()
 	stalled = time.AfterFunc(firstReport, func() {
+		reporting.Lock()
+		defer reporting.Unlock()
 		mu.Lock()
-		n := left
+		n, ended := left, over
 		mu.Unlock()
-		if n == 0 {
+		if n == 0 || ended {
 			return
 		}
 		r.observeError(fmt.Errorf("%w: %d of %d records to %s unacknowledged %v after they were produced (Config.DeliveryTimeout %v)",
@@ -670,9 +676,11 @@ func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 	mu.Unlock()
 	defer func() {
 		mu.Lock()
-		defer mu.Unlock()
 		over = true
 		stalled.Stop()
+		mu.Unlock()
+		reporting.Lock() // waits for a report under way
+		reporting.Unlock()
 	}()
 	select {
 	case <-done:

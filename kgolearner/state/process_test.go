@@ -115,7 +115,8 @@ type counter struct {
 	stop      func() // cancels Run and waits for it
 	processed atomic.Int64
 	read      chan int
-	errs      chan timedErr // the Error events
+	errs      chan timedErr               // the Error events
+	onError   atomic.Pointer[func(error)] // if set, called with each Error event first
 }
 
 // timedErr is an Error event and when it came.
@@ -157,6 +158,9 @@ func newCounter(t *testing.T, opts ...kgo.Opt) *counter {
 			},
 			Error: func(err error) {
 				t.Log(err)
+				if f := c.onError.Load(); f != nil {
+					(*f)(err)
+				}
 				select {
 				case c.errs <- timedErr{time.Now(), err}:
 				default:
@@ -364,6 +368,46 @@ func TestCancelAbandonsUnansweredWrite(t *testing.T) {
 	// makes "2" and "read" processed.
 	require.Eventually(t, func() bool { return c.processed.Load() == 3 }, 20*time.Second, 10*time.Millisecond, "records processed once restarted")
 	require.Equal(t, []string{"k", "k"}, c.changelogKeys(changelog, 0), "changelog keys")
+}
+
+// A stall report under way when Run's ctx is cancelled ends before Run
+// returns: no Observer callback outlives Run (before: Run returned while
+// Observer.Error ran, and a callback that used what its caller closes once
+// Run returned, as the test's t.Log does, could fail).
+func TestStallReportEndsBeforeRunReturns(t *testing.T) {
+	c := newCounter(t, kgo.ProduceRequestTimeout(time.Second))
+	t.Cleanup(c.hang(state.ChangelogTopic("g", 0)))
+	entered, release := make(chan struct{}), make(chan struct{})
+	var hold sync.Once
+	hook := func(err error) {
+		if errors.Is(err, state.ErrWriteStalled) {
+			hold.Do(func() {
+				close(entered)
+				<-release
+			})
+		}
+	}
+	c.onError.Store(&hook)
+	unhold := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unhold) // before c's: a test failed early lets Run return
+	c.in("2")
+	waitFor(t, c.done, entered, "stall report")
+	stopped := make(chan struct{})
+	go func() {
+		c.stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+		t.Fatal("Run returned while Observer.Error ran, 0.5s after its ctx was cancelled")
+	case <-time.After(500 * time.Millisecond):
+	}
+	unhold()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run still running 5s after the stall report returned")
+	}
 }
 
 // Put refuses the keys a changelog cannot hold apart from the runtime's
