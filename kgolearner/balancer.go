@@ -176,7 +176,9 @@ type Round struct {
 	// only the first of assigned, revoked, learning, standby, and the
 	// tasks the topology lacks that a member holds are in its Revoked (the
 	// leader assigns by task index, where these have none: see
-	// learner.IndexedMember).
+	// learner.IndexedMember), and a report older than the newest
+	// generation among the members has no Ready and no lag within
+	// AcceptableLag of a learner task (see docs/kafka.md).
 	Members []learner.MemberMetadata
 	// Planned is Assign's result for Members.
 	Planned []learner.Assignment

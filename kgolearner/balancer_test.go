@@ -291,6 +291,40 @@ func TestLeaderGivesReleasedTaskBack(t *testing.T) {
 	assert.Equal(t, []string{"1_0"}, round.Deferred, "Round.Deferred")
 }
 
+// TestLeaderIgnoresStaleReadiness: S1 released 0_0 at this join, and S2,
+// whose learner of 0_0 is ready, last joined a generation before S1's: a
+// static member that missed this join, listed by the broker with its last
+// report (or one back after missing a join: the leader cannot tell). S2
+// gets 0_0 to learn, S1 gets it back tagged learned, and S2's report as
+// the Round gives it says nothing ready; a lag beyond AcceptableLag stays.
+// Before: S2 got 0_0, whether its report listed it ready or gave a lag
+// within AcceptableLag, and while S2 was away 0_0 ran nowhere
+// (TestStaticLearnerMissesJoin).
+func TestLeaderIgnoresStaleReadiness(t *testing.T) {
+	for name, s2 := range map[string]learner.MemberMetadata{
+		"ready": {Learning: []string{"0_0"}, Ready: []string{"0_0"}},
+		"lag":   {Learning: []string{"0_0", "0_1"}, Lag: []learner.TaskLag{{Task: "0_0", Lag: 3}, {Task: "0_1", Lag: 50}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := New(Config{Subtopologies: testTopology, Options: learner.Options{AcceptableLag: 10}})
+			require.NoError(t, err)
+			_, tags, round := b.balance(t, []kmsg.JoinGroupResponseMember{
+				b.joinMemberAt("S1", 5, b.encodeMember(t, learner.MemberMetadata{Revoked: []string{"0_0"}}),
+					map[string][]int32{"orders": {1, 2}, "payments": {1, 2}, "clicks": {0, 1}}),
+				b.joinMemberAt("S2", 4, b.encodeMember(t, s2), nil),
+			}, testCounts)
+			assert.Contains(t, tags["S1"].Assigned, "0_0", "S1's active tasks")
+			assert.Contains(t, tags["S1"].Learned, "0_0", "S1's learned tags")
+			assert.Contains(t, tags["S2"].Learning, "0_0", "S2's learning")
+			assert.Empty(t, round.Members[1].Ready, "S2's Ready in the Round")
+			assert.NotContains(t, round.Members[1].Lag, learner.TaskLag{Task: "0_0", Lag: 3}, "S2's lags in the Round")
+			if name == "lag" {
+				assert.Contains(t, round.Members[1].Lag, learner.TaskLag{Task: "0_1", Lag: 50}, "S2's lags in the Round")
+			}
+		})
+	}
+}
+
 // TestLeaderDefersOwnedTasks: S1 still owns 0_0 (its release failed) while
 // S2's learner is ready, and balancing moves stateless 1_0 to S2. Kafka
 // cannot make S1 stop first, so S1 keeps both for one generation, tagged

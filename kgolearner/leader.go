@@ -43,6 +43,10 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	position := make(map[string]int32, len(c.gen)) // learner ID -> member
 	marks := taskMarks{n: len(b.topo.tasks)}
 	in := activeIn{idx: emptied(s.active, len(c.whole)), at: make([]int32, len(c.gen)+1)}
+	newest := int32(-1)
+	for _, g := range c.gen {
+		newest = max(newest, g)
+	}
 	for m := range c.gen {
 		id := LearnerID(j.members[m].MemberID)
 		position[id] = int32(m)
@@ -88,6 +92,9 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 		if reported > 0 {
 			// Owned partitions alone cannot conflict: only user data can.
 			mm = disjoint(mm, &marks)
+		}
+		if c.gen[m] < newest {
+			mm = b.unready(mm)
 		}
 		mm.ID = id
 		if rack := j.racks[m]; mm.Rack == "" && rack != nil && *rack != "" {
@@ -166,6 +173,32 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	j.claims, j.scratch = nil, nil
 	b.spare.Store(s)
 	return plan, nil
+}
+
+// unready withdraws the readiness of a report older than the newest
+// generation in the group: its Ready and the lags that make a learner
+// ready (Options.IndexedLearnerReady). Such a report is either a static
+// member's that missed this rebalance's join, which a real broker lists
+// with the metadata of its last JoinGroup while its session lasts, or the
+// first join of a member back after missing one (or new: generation -1);
+// the leader cannot tell which. Promoted on a stale report, a learner that
+// is away would get its task while its owner released it, and the task
+// would run nowhere until the member returned or its session expired
+// (TestStaticLearnerMissesJoin: 3.6 s, all of the test's absence). So the
+// task stays with its owner, and a member that is back and listed it
+// ready gets its learner back, chases the move with a rejoin (see chase)
+// and takes the task in the next rebalance, one rebalance late (one ready
+// by its lag alone, at the next rebalance). Lags beyond AcceptableLag make
+// no learner ready and stay, as do the other lists: an absent owner's
+// claims keep its tasks from anyone else.
+func (b *Balancer) unready(mm learner.IndexedMember) learner.IndexedMember {
+	mm.Ready = nil
+	if o := b.assignor.Options(); o.AcceptableLag > 0 {
+		mm.Lag = slices.DeleteFunc(slices.Clone(mm.Lag), func(l learner.IndexedLag) bool {
+			return l.Lag <= o.AcceptableLag && slices.Contains(mm.Learning, l.Task)
+		})
+	}
+	return mm
 }
 
 // keepClaims is the plan for tasks the leader cannot assign (the cluster's

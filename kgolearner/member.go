@@ -309,7 +309,9 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added
 
 // maxChases is how many sessions in a row a member rejoins for a learner
 // task it reported ready and got back to learn. A deferred move needs one,
-// and one more per SyncGroup of the owner that a rebalance refused.
+// and one more per SyncGroup of the owner that a rebalance refused; so does
+// a join that followed one the member missed, whose readiness the leader
+// ignores (unready).
 const maxChases = 3
 
 // chase reports whether the member should rejoin for a learner task that
