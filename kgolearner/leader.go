@@ -194,8 +194,11 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 func (b *Balancer) unready(mm learner.IndexedMember) learner.IndexedMember {
 	mm.Ready = nil
 	if o := b.assignor.Options(); o.AcceptableLag > 0 {
+		// Learning is in the wire format's order, strictly increasing,
+		// which disjoint keeps: a search, not a scan per lag.
 		mm.Lag = slices.DeleteFunc(slices.Clone(mm.Lag), func(l learner.IndexedLag) bool {
-			return l.Lag <= o.AcceptableLag && slices.Contains(mm.Learning, l.Task)
+			_, learning := slices.BinarySearch(mm.Learning, l.Task)
+			return l.Lag <= o.AcceptableLag && learning
 		})
 	}
 	return mm
