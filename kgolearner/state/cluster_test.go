@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,6 +125,13 @@ var memberTimings = []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo
 // a crash would and waits for it; the test's end stops it too.
 func (c *cluster) run(cfg state.Config) (done <-chan error, stop func()) {
 	c.t.Helper()
+	_, done, stop = c.start(cfg)
+	return done, stop
+}
+
+// start is run that also returns the member's Runtime.
+func (c *cluster) start(cfg state.Config) (rt *state.Runtime, done <-chan error, stop func()) {
+	c.t.Helper()
 	cfg.Group = "g"
 	cfg.ClientOpts = append(cfg.ClientOpts, c.opts...)
 	cfg.ClientOpts = append(cfg.ClientOpts, memberTimings...)
@@ -143,7 +151,7 @@ func (c *cluster) run(cfg state.Config) (done <-chan error, stop func()) {
 		<-finished
 	}
 	c.t.Cleanup(stop)
-	return errs, stop
+	return rt, errs, stop
 }
 
 // failProduce answers the Produce requests from now on for which fail(n)
@@ -192,6 +200,23 @@ func (c *cluster) refuseFetch(topic string, err *kerr.Error, fail func(n int) bo
 		resp.Topics = append(resp.Topics, st)
 		return resp, nil, true
 	})
+}
+
+// hangRequests makes the broker answer no request of key (-1: of any key)
+// for which match, if not nil, is true, until end is called: kfake keeps
+// each without replying, and reads nothing more from its connection, as a
+// broker hung with its connections open.
+func (c *cluster) hangRequests(key int16, match func(kmsg.Request) bool) (end func()) {
+	var hung atomic.Bool
+	hung.Store(true)
+	c.c.ControlKey(key, func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		if !hung.Load() || match != nil && !match(kr) {
+			return nil, nil, false
+		}
+		return nil, nil, true // handled without a response
+	})
+	return func() { hung.Store(false) }
 }
 
 // waitFor waits for ch while Run runs, done its result: it fails the test

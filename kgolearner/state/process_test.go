@@ -111,6 +111,7 @@ func TestFailedWriteRewindsStatelessInputs(t *testing.T) {
 type counter struct {
 	*cluster
 	cfg       state.Config
+	rt        *state.Runtime
 	done      <-chan error
 	stop      func() // cancels Run and waits for it
 	processed atomic.Int64
@@ -168,7 +169,7 @@ func newCounter(t *testing.T, opts ...kgo.Opt) *counter {
 			},
 		},
 	}
-	c.done, c.stop = c.run(c.cfg)
+	c.rt, c.done, c.stop = c.start(c.cfg)
 	c.in("1")
 	waitFor(t, c.done, first, "first record processed")
 	return c
@@ -176,7 +177,7 @@ func newCounter(t *testing.T, opts ...kgo.Opt) *counter {
 
 // restart runs the counter again, with a new runtime whose store starts
 // empty, once the last one's Run returned.
-func (c *counter) restart() { c.done, c.stop = c.run(c.cfg) }
+func (c *counter) restart() { c.rt, c.done, c.stop = c.start(c.cfg) }
 
 // in writes a record of value v to "in" partition 0, an hour old (see
 // TestStalledWriteIsReported).
@@ -319,16 +320,9 @@ func TestUncertainWriteIsWaitedFor(t *testing.T) {
 func (c *counter) hang(topic string) (end func()) {
 	id := topicID(c.t, c.admin(), topic) // Produce v13 names topics by ID
 	toTopic := func(rt kmsg.ProduceRequestTopic) bool { return rt.Topic == topic || rt.TopicID == id }
-	var hung atomic.Bool
-	hung.Store(true)
-	c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		c.c.KeepControl()
-		if !hung.Load() || !slices.ContainsFunc(kr.(*kmsg.ProduceRequest).Topics, toTopic) {
-			return nil, nil, false
-		}
-		return nil, nil, true // handled without a response: kfake reads nothing more from the connection
+	return c.hangRequests(int16(kmsg.Produce), func(kr kmsg.Request) bool {
+		return slices.ContainsFunc(kr.(*kmsg.ProduceRequest).Topics, toTopic)
 	})
-	return func() { hung.Store(false) }
 }
 
 // Cancelling Run's ctx while a changelog write waits for a broker that
@@ -368,6 +362,102 @@ func TestCancelAbandonsUnansweredWrite(t *testing.T) {
 	// makes "2" and "read" processed.
 	require.Eventually(t, func() bool { return c.processed.Load() == 3 }, 20*time.Second, 10*time.Millisecond, "records processed once restarted")
 	require.Equal(t, []string{"k", "k"}, c.changelogKeys(changelog, 0), "changelog keys")
+}
+
+// Cancelling Run's ctx while the broker answers none of the requests of
+// the member's leave (the commit of what it processed, the LeaveGroup, a
+// JoinGroup in flight; a broker hung with its connections open answers
+// none at all) abandons them 2 s after the cancel (leaveGrace), as a crash
+// would: Run returns. Before: it waited for kgo to give up on them, 10 s
+// for the commit (its timeout), 29 s for the LeaveGroup (kgo retries it
+// until its 30 s retry timeout), 44 s for the hung broker (both), and for a
+// JoinGroup the rebalance timeout plus kgo.RequestTimeoutOverhead (17 s
+// here; 70 s with kgo's defaults). Shutdown waits for such a leave, and
+// Leave for a hand-over the broker never allows; a cancel then ends the
+// wait alike (before: 43 s after the cancel that followed Shutdown, 54 s
+// after the one that followed Leave). The state is unharmed: once the
+// broker answers again, a new member restores the count exactly.
+func TestCancelAbandonsUnansweredLeave(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		processed int64 // records processed when the fault begins: "1" and "2" are, or "1" only
+		fault     func(*counter) (end func())
+		stopping  func(*state.Runtime) // called once the fault began, a second before the cancel
+	}{
+		// "2" is processed after the fault began: its commit is the
+		// leave's.
+		{"OffsetCommit", 1, func(c *counter) func() { return c.hangRequests(int16(kmsg.OffsetCommit), nil) }, nil},
+		{"LeaveGroup", 2, func(c *counter) func() { return c.hangRequests(int16(kmsg.LeaveGroup), nil) }, nil},
+		{"every request", 2, func(c *counter) func() { return c.hangRequests(-1, nil) }, nil},
+		{"every request, after Shutdown", 2, func(c *counter) func() { return c.hangRequests(-1, nil) }, (*state.Runtime).Shutdown},
+		{"every request, after Leave", 2, func(c *counter) func() { return c.hangRequests(-1, nil) }, func(rt *state.Runtime) { rt.Leave(time.Time{}) }},
+		{"JoinGroup", 2, func(c *counter) func() {
+			// A second member joins; the broker answers its requests,
+			// not the JoinGroup of the first (the member it had
+			// heartbeating), which that join makes rejoin.
+			var first atomic.Pointer[string]
+			joining := make(chan struct{})
+			c.c.ControlKey(int16(kmsg.Heartbeat), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				c.c.KeepControl()
+				id := kr.(*kmsg.HeartbeatRequest).MemberID
+				first.CompareAndSwap(nil, &id)
+				return nil, nil, false
+			})
+			require.Eventually(c.t, func() bool { return first.Load() != nil }, 5*time.Second, 10*time.Millisecond, "first member's heartbeat")
+			end := c.hangRequests(int16(kmsg.JoinGroup), func(kr kmsg.Request) bool {
+				if kr.(*kmsg.JoinGroupRequest).MemberID != *first.Load() {
+					return false
+				}
+				select {
+				case <-joining:
+				default:
+					close(joining)
+				}
+				return true
+			})
+			c.run(c.cfg)
+			waitFor(c.t, c.done, joining, "first member's JoinGroup")
+			return end
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCounter(t)
+			if tc.processed == 2 {
+				c.in("2")
+				require.Eventually(t, func() bool { return c.processed.Load() == 2 }, 20*time.Second, 10*time.Millisecond, "records processed before the fault")
+			}
+			end := sync.OnceFunc(tc.fault(c))
+			t.Cleanup(end) // before c's: a test failed early lets Run return
+			if tc.processed == 1 {
+				c.in("2")
+				require.Eventually(t, func() bool { return c.processed.Load() == 2 }, 20*time.Second, 10*time.Millisecond, "records processed during the fault")
+			}
+			if tc.stopping != nil {
+				tc.stopping(c.rt)
+				select {
+				case err := <-c.done:
+					t.Fatalf("Run returned %v, though the broker answers nothing", err)
+				case <-time.After(time.Second):
+				}
+			}
+			stopped := make(chan struct{})
+			cancelled := time.Now()
+			go func() {
+				c.stop()
+				close(stopped)
+			}()
+			select {
+			case <-stopped:
+				t.Logf("Run returned %v after its ctx was cancelled", time.Since(cancelled).Round(time.Millisecond))
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run still running 5s after its ctx was cancelled, waiting for a broker that does not answer its leave")
+			}
+			require.NoError(t, <-c.done, "Run's error once its ctx was cancelled")
+			end()
+			c.restart()
+			require.Equal(t, 2, c.count(), "count after the abandoned leave")
+		})
+	}
 }
 
 // A stall report under way when Run's ctx is cancelled ends before Run

@@ -294,9 +294,11 @@ func New(cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-// clientOpts returns the options of the group member's client.
-func (r *Runtime) clientOpts() []kgo.Opt {
+// clientOpts returns the options of the group member's client, whose
+// context is ctx.
+func (r *Runtime) clientOpts(ctx context.Context) []kgo.Opt {
 	opts := []kgo.Opt{
+		kgo.WithContext(ctx),
 		kgo.ConsumerGroup(r.cfg.Group),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.DisableAutoCommit(),
@@ -353,19 +355,23 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 //
 // Cancelling ctx abandons the batch in flight as a crash would, with its
 // writes, even one the broker has not answered (Shutdown and Leave wait
-// for those); call Leave for an orderly hand-over. Run then returns once
-// its group client has left the group, which is not at once: the client
-// stops the member's tasks, commits the offsets of what they processed
-// (kgolearner's commit timeout, or with Cooperative the runtime's, 10 s
-// either way, bounds that commit's own request) and sends a LeaveGroup;
-// and a JoinGroup or SyncGroup in flight, which kgo sends with the
-// client's own context, is waited for first. The coordinator answers a
-// JoinGroup when the rebalance's joins are in, at the latest the rebalance
-// timeout (kgo.RebalanceTimeout in ClientOpts, 60 s by default) after the
-// rebalance began; kgo gives up on it after the rebalance timeout plus
-// kgo.RequestTimeoutOverhead (10 s by default). A cancel during a
-// rebalance that another member holds up can therefore take over a
-// minute with kgo's defaults. A Runtime runs once.
+// for those); call Leave for an orderly hand-over. Run then leaves the
+// group: its group client stops the member's tasks, commits the offsets
+// of what they processed and sends a LeaveGroup, after a JoinGroup or
+// SyncGroup in flight is answered. It gets 2 s from the cancel for that:
+// a request the broker has not answered by then (a broker hung, or a
+// rebalance another member holds up, whose JoinGroup the coordinator may
+// answer only at the rebalance timeout) is abandoned, as a crash would,
+// and Run returns (the restore client's close is bounded alike).
+// The group then notices the member gone after its session timeout (or
+// the rebalance timeout), and the next owners process again what the
+// commit missed, skipping what their state holds. Without the cancel,
+// after Shutdown or Leave, the leave waits as long as kgo does: 10 s for
+// the commit (kgolearner's commit timeout, or with Cooperative the
+// runtime's), kgo.RetryTimeout (30 s by default) for the LeaveGroup, the
+// rebalance timeout plus kgo.RequestTimeoutOverhead (70 s by default)
+// for a JoinGroup; cancelling ctx meanwhile ends it 2 s later. A Runtime
+// runs once.
 func (r *Runtime) Run(ctx context.Context) (err error) {
 	// The restore client's defaults come first, so ClientOpts may change
 	// them. A short metadata age lists a changelog topic just created in
@@ -382,7 +388,24 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	// end offset stays the high watermark (EndOffsets), so that an active
 	// task waits for a transaction still open rather than write after
 	// records its store lacks.
-	r.rcl, err = kgo.NewClient(slices.Concat([]kgo.Opt{kgo.MetadataMinAge(time.Second),
+	//
+	// The clients get leaveGrace, once ctx is done, to commit and leave
+	// the group and end their fetch sessions: past it, their context
+	// (closing) ends, which fails at once the requests the broker has not
+	// answered (the commit, the LeaveGroup, a JoinGroup or SyncGroup in
+	// flight), and their Close returns.
+	closing, abandon := context.WithCancel(context.Background())
+	defer abandon()
+	defer context.AfterFunc(ctx, func() {
+		t := time.NewTimer(leaveGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			abandon()
+		case <-closing.Done():
+		}
+	})()
+	r.rcl, err = kgo.NewClient(slices.Concat([]kgo.Opt{kgo.WithContext(closing), kgo.MetadataMinAge(time.Second),
 		kgo.FetchMaxBytes(restoreFetchBytes), kgo.FetchMaxPartitionBytes(restoreFetchBytes / 4)},
 		r.cfg.ClientOpts, []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}), kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 			kgo.KeepControlRecords(), kgo.FetchIsolationLevel(kgo.ReadCommitted())})...)
@@ -425,8 +448,14 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	if err := r.openLocal(ctx); err != nil {
 		return startErr(err)
 	}
+	// A kgo.WithContext of ClientOpts' replaces closing in the restore
+	// client: the member's client ends with either.
+	member, _ := r.rcl.OptValue(kgo.WithContext).(context.Context)
+	member, endMember := context.WithCancel(member)
+	defer endMember()
+	defer context.AfterFunc(closing, endMember)()
 	r.mu.Lock()
-	r.cl, err = kgo.NewClient(r.clientOpts()...)
+	r.cl, err = kgo.NewClient(r.clientOpts(member)...)
 	r.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("state: %w: %w", ErrInvalidConfig, err)
@@ -450,6 +479,11 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	return err
 }
 
+// leaveGrace is how long Run's clients may take to commit, leave the
+// group and close once Run's ctx is done (see Run): a broker answers
+// their requests in milliseconds, and one that does not may never.
+const leaveGrace = 2 * time.Second
+
 // Leave hands the member's tasks over and then makes Run return: with the
 // learner protocol, its tasks go to learners on the other members first
 // (until deadline, if not zero; see kgolearner.Balancer.Leave); with
@@ -468,9 +502,10 @@ func (r *Runtime) Leave(deadline time.Time) {
 }
 
 // Shutdown makes Run return after the batch in flight, leaving the group
-// without a hand-over; the leave takes what it takes when ctx is cancelled
-// (see Run). The batch's writes are waited for, one the broker does not
-// answer too (see Config.DeliveryTimeout): cancelling ctx ends that wait.
+// without a hand-over. The batch's writes are waited for, one the broker
+// does not answer too (see Config.DeliveryTimeout), and so is the leave,
+// as long as kgo waits for the broker (see Run): cancelling ctx ends
+// either wait.
 func (r *Runtime) Shutdown() { r.stopOnce.Do(func() { close(r.stop) }) }
 
 // fail stops the runtime with err; the first error wins. It ends the
