@@ -376,21 +376,29 @@ func TestCancelAbandonsUnansweredWrite(t *testing.T) {
 // Leave for a hand-over the broker never allows; a cancel then ends the
 // wait alike (before: 43 s after the cancel that followed Shutdown, 54 s
 // after the one that followed Leave). The state is unharmed: once the
-// broker answers again, a new member restores the count exactly.
+// broker answers again, a new member restores the count exactly. A context
+// of ClientOpts' own (kgo.WithContext) does not lengthen the leave; kgo
+// takes a nil one for context.Background (before: Run panicked on it,
+// "cannot create context from nil parent").
 func TestCancelAbandonsUnansweredLeave(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		processed int64 // records processed when the fault begins: "1" and "2" are, or "1" only
 		fault     func(*counter) (end func())
 		stopping  func(*state.Runtime) // called once the fault began, a second before the cancel
+		opts      []kgo.Opt            // the counter's ClientOpts
 	}{
 		// "2" is processed after the fault began: its commit is the
 		// leave's.
-		{"OffsetCommit", 1, func(c *counter) func() { return c.hangRequests(int16(kmsg.OffsetCommit), nil) }, nil},
-		{"LeaveGroup", 2, func(c *counter) func() { return c.hangRequests(int16(kmsg.LeaveGroup), nil) }, nil},
-		{"every request", 2, func(c *counter) func() { return c.hangRequests(-1, nil) }, nil},
-		{"every request, after Shutdown", 2, func(c *counter) func() { return c.hangRequests(-1, nil) }, (*state.Runtime).Shutdown},
-		{"every request, after Leave", 2, func(c *counter) func() { return c.hangRequests(-1, nil) }, func(rt *state.Runtime) { rt.Leave(time.Time{}) }},
+		{"OffsetCommit", 1, func(c *counter) func() { return c.hangRequests(int16(kmsg.OffsetCommit), nil) }, nil, nil},
+		{"LeaveGroup", 2, func(c *counter) func() { return c.hangRequests(int16(kmsg.LeaveGroup), nil) }, nil, nil},
+		{"LeaveGroup, ClientOpts' context", 2, func(c *counter) func() { return c.hangRequests(int16(kmsg.LeaveGroup), nil) }, nil,
+			[]kgo.Opt{kgo.WithContext(context.Background())}},
+		{"LeaveGroup, ClientOpts' nil context", 2, func(c *counter) func() { return c.hangRequests(int16(kmsg.LeaveGroup), nil) }, nil,
+			[]kgo.Opt{kgo.WithContext(nil)}}, // as kgo allows
+		{"every request", 2, func(c *counter) func() { return c.hangRequests(-1, nil) }, nil, nil},
+		{"every request, after Shutdown", 2, func(c *counter) func() { return c.hangRequests(-1, nil) }, (*state.Runtime).Shutdown, nil},
+		{"every request, after Leave", 2, func(c *counter) func() { return c.hangRequests(-1, nil) }, func(rt *state.Runtime) { rt.Leave(time.Time{}) }, nil},
 		{"JoinGroup", 2, func(c *counter) func() {
 			// A second member joins; the broker answers its requests,
 			// not the JoinGroup of the first (the member it had
@@ -418,10 +426,10 @@ func TestCancelAbandonsUnansweredLeave(t *testing.T) {
 			c.run(c.cfg)
 			waitFor(c.t, c.done, joining, "first member's JoinGroup")
 			return end
-		}, nil},
+		}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCounter(t)
+			c := newCounter(t, tc.opts...)
 			if tc.processed == 2 {
 				c.in("2")
 				require.Eventually(t, func() bool { return c.processed.Load() == 2 }, 20*time.Second, 10*time.Millisecond, "records processed before the fault")

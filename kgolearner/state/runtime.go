@@ -362,7 +362,9 @@ func (r *Runtime) clientOpts(ctx context.Context) []kgo.Opt {
 // a request the broker has not answered by then (a broker hung, or a
 // rebalance another member holds up, whose JoinGroup the coordinator may
 // answer only at the rebalance timeout) is abandoned, as a crash would,
-// and Run returns (the restore client's close is bounded alike).
+// and Run returns (the restore client's close is bounded alike). A
+// kgo.WithContext in ClientOpts ends the clients too: one that ends with
+// ctx leaves the leave no grace.
 // The group then notices the member gone after its session timeout (or
 // the rebalance timeout), and the next owners process again what the
 // commit missed, skipping what their state holds. Without the cancel,
@@ -449,8 +451,12 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		return startErr(err)
 	}
 	// A kgo.WithContext of ClientOpts' replaces closing in the restore
-	// client: the member's client ends with either.
+	// client: the member's client ends with either. kgo takes a nil one
+	// for context.Background, which WithCancel refuses with a panic.
 	member, _ := r.rcl.OptValue(kgo.WithContext).(context.Context)
+	if member == nil {
+		member = context.Background()
+	}
 	member, endMember := context.WithCancel(member)
 	defer endMember()
 	defer context.AfterFunc(closing, endMember)()
