@@ -609,15 +609,15 @@ func (r *Runtime) readLimits() {
 }
 
 // produce produces recs and waits for every acknowledgement. Once the
-// runtime failed (fail), or ctx is done, it stops waiting and cancels the
-// records' context: Run returns, abandoning the writes in flight as a
-// crash would, rather than wait for kgo to give up on them (it retries a
-// deleted topic's for many seconds, and a write the broker never answers
-// until it does). The records' context ends after Config.DeliveryTimeout
-// too, rather than kgo.RecordDeliveryTimeout, which kgo counts from each
-// record's Timestamp, not from now: kgo then fails the records it may,
-// not those of a write it sent without learning its fate (see
-// Config.DeliveryTimeout). Such a write it reports instead, as
+// runtime failed (fail), or leaveGrace after ctx is done, it stops waiting
+// and cancels the records' context: Run returns, abandoning the writes in
+// flight as a crash would, rather than wait for kgo to give up on them (it
+// retries a deleted topic's for many seconds, and a write the broker never
+// answers until it does). The records' context ends after
+// Config.DeliveryTimeout too, rather than kgo.RecordDeliveryTimeout, which
+// kgo counts from each record's Timestamp, not from now: kgo then fails
+// the records it may, not those of a write it sent without learning its
+// fate (see Config.DeliveryTimeout). Such a write it reports instead, as
 // ErrWriteStalled, from twice the timeout on and once a timeout after
 // that while it lasts: a hung broker would stall the task without a word.
 func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
@@ -687,7 +687,20 @@ func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 	case <-r.failed.Done():
 		return errFailed
 	case <-parent.Done():
-		return parent.Err()
+		// The broker gets the leave's grace to answer: a write it
+		// acknowledges meanwhile completes the batch, and the member
+		// leaves as usual; one still unanswered is abandoned, and may
+		// land later (see Run).
+		grace := time.NewTimer(leaveGrace)
+		defer grace.Stop()
+		select {
+		case <-done:
+		case <-r.failed.Done():
+			return errFailed
+		case <-grace.C:
+			r.abandoned = true
+			return parent.Err()
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -318,16 +318,20 @@ func TestUncertainWriteIsWaitedFor(t *testing.T) {
 // called: kfake keeps each without replying, as a broker hung with its
 // connections open.
 func (c *counter) hang(topic string) (end func()) {
+	return c.hangRequests(int16(kmsg.Produce), c.producesTo(topic))
+}
+
+// producesTo returns whether a Produce request writes to topic.
+func (c *cluster) producesTo(topic string) func(kmsg.Request) bool {
 	id := topicID(c.t, c.admin(), topic) // Produce v13 names topics by ID
 	toTopic := func(rt kmsg.ProduceRequestTopic) bool { return rt.Topic == topic || rt.TopicID == id }
-	return c.hangRequests(int16(kmsg.Produce), func(kr kmsg.Request) bool {
-		return slices.ContainsFunc(kr.(*kmsg.ProduceRequest).Topics, toTopic)
-	})
+	return func(kr kmsg.Request) bool { return slices.ContainsFunc(kr.(*kmsg.ProduceRequest).Topics, toTopic) }
 }
 
 // Cancelling Run's ctx while a changelog write waits for a broker that
-// never answers abandons the write as a crash would: Run returns at once
-// (before: it waited for the broker, still running 40 s after the cancel).
+// never answers abandons the write as a crash would: Run returns 2 s after
+// the cancel, the broker's grace to answer (before: it waited for the
+// broker, still running 40 s after the cancel).
 // The write never landed, so the next runtime restores the count without
 // it and processes its record again: the count is exact.
 func TestCancelAbandonsUnansweredWrite(t *testing.T) {
@@ -362,6 +366,115 @@ func TestCancelAbandonsUnansweredWrite(t *testing.T) {
 	// makes "2" and "read" processed.
 	require.Eventually(t, func() bool { return c.processed.Load() == 3 }, 20*time.Second, 10*time.Millisecond, "records processed once restarted")
 	require.Equal(t, []string{"k", "k"}, c.changelogKeys(changelog, 0), "changelog keys")
+}
+
+// Cancelling Run's ctx while a changelog write is in flight gives the
+// broker the leave's grace (2 s) to answer it. A write answered meanwhile
+// completes the batch, and the member leaves the group. One still
+// unanswered is abandoned, and may land later: the member then stays in
+// the group until its session ends, as a crashed one does, so that its
+// task's next owner restores after a write landing meanwhile. Here kfake
+// holds the write and appends it 0.3 s after the cancel, or 1.5 s after
+// Run returned (the session is 2 s). Before: the member abandoned the
+// write at once and left (LeaveGroup), the next owner restored the
+// changelog without it, processed "2" and "3" again and wrote its
+// changes, and the held write, landing after them, took "k" back to "2"
+// while "j" kept the change of "3": the member after it counted "3" twice
+// (j 2).
+func TestCancelledWriterStaysForItsSession(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		landAt time.Duration // after the cancel
+		leaves int32         // LeaveGroup requests of the cancelled member
+	}{
+		{"answered within the grace", 300 * time.Millisecond, 1},
+		{"unanswered", 2*time.Second + 1500*time.Millisecond, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, "in")
+			reads := make(chan [2]int, 1)
+			var processed atomic.Int64
+			cfg := state.Config{
+				Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+				// "k" counts the records, "j" those of value "3": a
+				// record changes two keys.
+				Process: func(ctx *state.Context, rec *kgo.Record) error {
+					var n [2]int
+					for i, key := range []string{"k", "j"} {
+						v, _, err := ctx.Get([]byte(key))
+						if err != nil {
+							return err
+						}
+						n[i], _ = strconv.Atoi(string(v))
+					}
+					switch string(rec.Value) {
+					case "read":
+						select {
+						case reads <- n:
+						default:
+						}
+						return nil
+					case "3":
+						if err := ctx.Put([]byte("j"), []byte(strconv.Itoa(n[1]+1))); err != nil {
+							return err
+						}
+					}
+					return ctx.Put([]byte("k"), []byte(strconv.Itoa(n[0]+1)))
+				},
+				Observer: state.Observer{Processed: func(string, *kgo.Record) { processed.Add(1) }},
+			}
+			in := func(v string) { c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte(v)}) }
+			read := func(done <-chan error) [2]int {
+				t.Helper()
+				in("read")
+				select {
+				case n := <-reads:
+					return n
+				case err := <-done:
+					t.Fatalf("Run returned %v", err)
+				case <-time.After(20 * time.Second):
+					t.Fatal("no read after 20s")
+				}
+				return [2]int{}
+			}
+			done, stop := c.run(cfg)
+			in("1")
+			require.Eventually(t, func() bool { return processed.Load() == 1 }, 20*time.Second, 10*time.Millisecond, "first record processed")
+			toChangelog := c.producesTo(state.ChangelogTopic("g", 0))
+			var hold atomic.Bool
+			hold.Store(true)
+			held, release := make(chan struct{}), make(chan struct{})
+			land := sync.OnceFunc(func() { close(release) })
+			t.Cleanup(land)
+			c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				c.c.KeepControl()
+				if toChangelog(kr) && hold.CompareAndSwap(true, false) {
+					close(held)
+					c.c.SleepControl(func() { <-release })
+				}
+				return nil, nil, false
+			})
+			var leaves atomic.Int32
+			c.c.ControlKey(int16(kmsg.LeaveGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
+				c.c.KeepControl()
+				leaves.Add(1)
+				return nil, nil, false
+			})
+			in("2")
+			waitFor(t, done, held, "changelog write of \"2\"")
+			time.AfterFunc(tc.landAt, land)
+			stop()
+			require.NoError(t, <-done, "Run's error once its ctx was cancelled")
+			require.Equal(t, tc.leaves, leaves.Load(), "LeaveGroup requests of the cancelled member")
+			in("3")
+			done, stop = c.run(cfg)
+			require.Equal(t, [2]int{3, 1}, read(done), "k and j read by the next owner")
+			land()
+			stop()
+			done, _ = c.run(cfg)
+			require.Equal(t, [2]int{3, 1}, read(done), "k and j read by the owner after it")
+		})
+	}
 }
 
 // Cancelling Run's ctx while the broker answers none of the requests of

@@ -127,8 +127,8 @@ type Config struct {
 	// broker may have written, and which kgo tries until it is
 	// acknowledged. Failing such a write could leave it to land later,
 	// so kgo does not, and the task waits for the broker; lower timeouts
-	// only make each try shorter. Cancelling Run's ctx ends the wait
-	// (see Run). The wait is reported: an Error event
+	// only make each try shorter. Cancelling Run's ctx ends the wait 2 s
+	// later (see Run). The wait is reported: an Error event
 	// wrapping ErrWriteStalled twice the timeout after the write, and one
 	// a timeout after that while it lasts (a timeout under half of
 	// kgo.MetadataMinAge reports so a NOT_ENOUGH_REPLICAS write, too,
@@ -209,6 +209,7 @@ type Runtime struct {
 	resets          atomic.Uint64  // stores reset so far (see restore)
 	readyMu         sync.Mutex     // orders the lag loop's Ready and a reset's Unready (announceReady)
 	limits          producerLimits // of cl, for recordFits
+	abandoned       bool           // produce left a write in flight once ctx ended (the poll goroutine's)
 }
 
 // restoreFetchBytes caps a restore fetch.
@@ -353,12 +354,17 @@ func (r *Runtime) clientOpts(ctx context.Context) []kgo.Opt {
 // Cancelling ctx during the start makes Run return at once, with an error
 // wrapping ctx's and the last failure; Shutdown makes it return nil.
 //
-// Cancelling ctx abandons the batch in flight as a crash would, with its
-// writes, even one the broker has not answered (Shutdown and Leave wait
-// for those); call Leave for an orderly hand-over. Run then leaves the
-// group: its group client stops the member's tasks, commits the offsets
-// of what they processed and sends a LeaveGroup, after a JoinGroup or
-// SyncGroup in flight is answered. It gets 2 s from the cancel for that:
+// Cancelling ctx ends the batch in flight: writes the broker answers
+// within 2 s of the cancel complete it; one it has not answered by then
+// (Shutdown and Leave wait for those) is abandoned with the batch, as a
+// crash would; call Leave for an orderly hand-over. A write abandoned so
+// may still land, so Run then returns as a crash would too: it commits nothing and sends no LeaveGroup, and the
+// group keeps the member until its session timeout, rather than let the
+// next owners of its tasks restore their changelogs before the write
+// lands. Otherwise Run leaves the group: its group client stops the
+// member's tasks, commits the offsets of what they processed and sends a
+// LeaveGroup, after a JoinGroup or SyncGroup in flight is answered. It
+// gets 2 s from the cancel for that, the write's grace included:
 // a request the broker has not answered by then (a broker hung, or a
 // rebalance another member holds up, whose JoinGroup the coordinator may
 // answer only at the rebalance timeout) is abandoned, as a crash would,
@@ -478,6 +484,13 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	err = r.pollLoop(ctx)
 	if ctx.Err() == nil {
 		r.commitQueued(ctx) // an orderly stop commits what it processed
+	}
+	if r.abandoned {
+		// The write may still land: the member stays in the group until
+		// its session ends, as a crashed one does, rather than let its
+		// tasks' next owners restore before it lands. Its client sends
+		// neither the revoke's commit nor a LeaveGroup.
+		endMember()
 	}
 	r.cl.Close() // leaves the group
 	cancel()
