@@ -685,25 +685,30 @@ func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 	select {
 	case <-done:
 	case <-r.failed.Done():
-		return errFailed
 	case <-parent.Done():
 		// The broker gets the leave's grace to answer: a write it
 		// acknowledges meanwhile completes the batch, and the member
-		// leaves as usual; one still unanswered is abandoned, and may
-		// land later (see Run).
+		// leaves as usual.
 		grace := time.NewTimer(leaveGrace)
 		defer grace.Stop()
 		select {
 		case <-done:
 		case <-r.failed.Done():
-			return errFailed
 		case <-grace.C:
-			r.abandoned = true
-			return parent.Err()
 		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if left > 0 {
+		// Abandoned, by a cancel or an error that stops Run: the write
+		// may land later, and the member must not leave the group
+		// before its session ends (see Run).
+		r.abandoned = true
+		if r.failed.Err() != nil {
+			return errFailed
+		}
+		return parent.Err()
+	}
 	if first != nil && ctx.Err() != nil && parent.Err() == nil {
 		return fmt.Errorf("not acknowledged within %v (Config.DeliveryTimeout): %w", r.cfg.DeliveryTimeout, first)
 	}
