@@ -328,6 +328,48 @@ func (c *cluster) producesTo(topic string) func(kmsg.Request) bool {
 	return func(kr kmsg.Request) bool { return slices.ContainsFunc(kr.(*kmsg.ProduceRequest).Topics, toTopic) }
 }
 
+// holdNextWrite makes the broker hold the next Produce request to topic
+// until land is called (at the test's end at the latest), then handle it
+// as usual; held is closed once the request arrives.
+func (c *cluster) holdNextWrite(topic string) (held <-chan struct{}, land func()) {
+	toTopic := c.producesTo(topic)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	land = sync.OnceFunc(func() { close(release) })
+	c.t.Cleanup(land)
+	var hold atomic.Bool
+	hold.Store(true)
+	c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		if toTopic(kr) && hold.CompareAndSwap(true, false) {
+			close(arrived)
+			c.c.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	return arrived, land
+}
+
+// countLeaves counts the LeaveGroup requests the broker gets from now on.
+func (c *cluster) countLeaves() *atomic.Int32 {
+	var leaves atomic.Int32
+	c.c.ControlKey(int16(kmsg.LeaveGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		leaves.Add(1)
+		return nil, nil, false
+	})
+	return &leaves
+}
+
+// cancel cancels Run's ctx, and returns a channel closed once Run returned.
+func (c *counter) cancel() <-chan struct{} {
+	stopped := make(chan struct{})
+	go func() {
+		c.stop()
+		close(stopped)
+	}()
+	return stopped
+}
+
 // Cancelling Run's ctx while a changelog write waits for a broker that
 // never answers abandons the write as a crash would: Run returns 2 s after
 // the cancel, the broker's grace to answer (before: it waited for the
@@ -348,11 +390,7 @@ func TestCancelAbandonsUnansweredWrite(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no Error event of the stalled write after 5s")
 	}
-	stopped := make(chan struct{})
-	go func() {
-		c.stop()
-		close(stopped)
-	}()
+	stopped := c.cancel()
 	select {
 	case <-stopped:
 	case <-time.After(5 * time.Second):
@@ -440,26 +478,8 @@ func TestCancelledWriterStaysForItsSession(t *testing.T) {
 			done, stop := c.run(cfg)
 			in("1")
 			require.Eventually(t, func() bool { return processed.Load() == 1 }, 20*time.Second, 10*time.Millisecond, "first record processed")
-			toChangelog := c.producesTo(state.ChangelogTopic("g", 0))
-			var hold atomic.Bool
-			hold.Store(true)
-			held, release := make(chan struct{}), make(chan struct{})
-			land := sync.OnceFunc(func() { close(release) })
-			t.Cleanup(land)
-			c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-				c.c.KeepControl()
-				if toChangelog(kr) && hold.CompareAndSwap(true, false) {
-					close(held)
-					c.c.SleepControl(func() { <-release })
-				}
-				return nil, nil, false
-			})
-			var leaves atomic.Int32
-			c.c.ControlKey(int16(kmsg.LeaveGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
-				c.c.KeepControl()
-				leaves.Add(1)
-				return nil, nil, false
-			})
+			held, land := c.holdNextWrite(state.ChangelogTopic("g", 0))
+			leaves := c.countLeaves()
 			in("2")
 			waitFor(t, done, held, "changelog write of \"2\"")
 			time.AfterFunc(tc.landAt, land)
@@ -495,25 +515,8 @@ func TestFailedRunWithWriteInFlightStaysForItsSession(t *testing.T) {
 	c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte("1")})
 	c.produce(&kgo.Record{Topic: "in2", Partition: 0, Value: []byte("1")})
 	require.Eventually(t, func() bool { return processed.Load() == 2 }, 20*time.Second, 10*time.Millisecond, "records processed before the fault")
-	held, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(sync.OnceFunc(func() { close(release) }))
-	toChangelog := c.producesTo(state.ChangelogTopic("g", 0))
-	var hold atomic.Bool
-	hold.Store(true)
-	c.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		c.c.KeepControl()
-		if toChangelog(kr) && hold.CompareAndSwap(true, false) {
-			close(held)
-			c.c.SleepControl(func() { <-release })
-		}
-		return nil, nil, false
-	})
-	var leaves atomic.Int32
-	c.c.ControlKey(int16(kmsg.LeaveGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.c.KeepControl()
-		leaves.Add(1)
-		return nil, nil, false
-	})
+	held, _ := c.holdNextWrite(state.ChangelogTopic("g", 0))
+	leaves := c.countLeaves()
 	c.produce(&kgo.Record{Topic: "in", Partition: 0, Value: []byte("2")})
 	waitFor(t, done, held, "changelog write of \"2\"")
 	deleteTopic(t, c.admin(), state.ChangelogTopic("g", 1))
@@ -610,12 +613,8 @@ func TestCancelAbandonsUnansweredLeave(t *testing.T) {
 				case <-time.After(time.Second):
 				}
 			}
-			stopped := make(chan struct{})
 			cancelled := time.Now()
-			go func() {
-				c.stop()
-				close(stopped)
-			}()
+			stopped := c.cancel()
 			select {
 			case <-stopped:
 				t.Logf("Run returned %v after its ctx was cancelled", time.Since(cancelled).Round(time.Millisecond))
@@ -652,11 +651,7 @@ func TestStallReportEndsBeforeRunReturns(t *testing.T) {
 	t.Cleanup(unhold) // before c's: a test failed early lets Run return
 	c.in("2")
 	waitFor(t, c.done, entered, "stall report")
-	stopped := make(chan struct{})
-	go func() {
-		c.stop()
-		close(stopped)
-	}()
+	stopped := c.cancel()
 	select {
 	case <-stopped:
 		t.Fatal("Run returned while Observer.Error ran, 0.5s after its ctx was cancelled")
