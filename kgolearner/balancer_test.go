@@ -325,6 +325,22 @@ func TestLeaderIgnoresStaleReadiness(t *testing.T) {
 	}
 }
 
+// TestDropReadinessUnsortedLearning: a member of another topology sends
+// the tasks its topology lacks by name, and the leader's decoder lists
+// those in the order sent, so a stale report's Learning may be out of
+// order. Its lags within AcceptableLag of learner tasks go all the same
+// (a binary search of the unsorted list missed task 2, which stayed
+// ready); a lag of a task it does not learn stays.
+func TestDropReadinessUnsortedLearning(t *testing.T) {
+	b, err := New(Config{Subtopologies: testTopology, Options: learner.Options{AcceptableLag: 10}})
+	require.NoError(t, err)
+	mm := learner.IndexedMember{Learning: []int32{5, 2}, Ready: []int32{5}, Lag: []learner.IndexedLag{{Task: 2, Lag: 3}, {Task: 5, Lag: 3}, {Task: 7, Lag: 3}}}
+	got := b.dropReadiness(mm)
+	assert.Empty(t, got.Ready, "Ready")
+	assert.Equal(t, []learner.IndexedLag{{Task: 7, Lag: 3}}, got.Lag, "lags")
+	assert.Len(t, mm.Lag, 3, "the report's own lags, which dropReadiness must not edit")
+}
+
 // TestLeaderDefersOwnedTasks: S1 still owns 0_0 (its release failed) while
 // S2's learner is ready, and balancing moves stateless 1_0 to S2. Kafka
 // cannot make S1 stop first, so S1 keeps both for one generation, tagged

@@ -94,7 +94,7 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 			mm = disjoint(mm, &marks)
 		}
 		if c.gen[m] < newest {
-			mm = b.unready(mm)
+			mm = b.dropReadiness(mm)
 		}
 		mm.ID = id
 		if rack := j.racks[m]; mm.Rack == "" && rack != nil && *rack != "" {
@@ -175,7 +175,7 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 	return plan, nil
 }
 
-// unready withdraws the readiness of a report older than the newest
+// dropReadiness withdraws the readiness of a report older than the newest
 // generation in the group: its Ready and the lags that make a learner
 // ready (Options.IndexedLearnerReady). Such a report is either a static
 // member's that missed this rebalance's join, which a real broker lists
@@ -191,14 +191,19 @@ func (b *Balancer) plan(j *joined, topics map[string]int32) (syncPlan, error) {
 // by its lag alone, at the next rebalance). Lags beyond AcceptableLag make
 // no learner ready and stay, as do the other lists: an absent owner's
 // claims keep its tasks from anyone else.
-func (b *Balancer) unready(mm learner.IndexedMember) learner.IndexedMember {
+func (b *Balancer) dropReadiness(mm learner.IndexedMember) learner.IndexedMember {
 	mm.Ready = nil
 	if o := b.assignor.Options(); o.AcceptableLag > 0 {
-		// Learning is in the wire format's order, strictly increasing,
-		// which disjoint keeps: a search, not a scan per lag.
+		// A search per lag, not a scan: Learning is in topology order as
+		// decoded, but for the tasks a member of another topology sent
+		// by name (in the order sent), which a sorted copy puts right.
+		learning := mm.Learning
+		if !slices.IsSorted(learning) {
+			learning = slices.Sorted(slices.Values(learning))
+		}
 		mm.Lag = slices.DeleteFunc(slices.Clone(mm.Lag), func(l learner.IndexedLag) bool {
-			_, learning := slices.BinarySearch(mm.Learning, l.Task)
-			return l.Lag <= o.AcceptableLag && learning
+			_, found := slices.BinarySearch(learning, l.Task)
+			return l.Lag <= o.AcceptableLag && found
 		})
 	}
 	return mm

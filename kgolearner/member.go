@@ -311,7 +311,7 @@ func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added
 // task it reported ready and got back to learn. A deferred move needs one,
 // and one more per SyncGroup of the owner that a rebalance refused; so does
 // a join that followed one the member missed, whose readiness the leader
-// ignores (unready).
+// ignores (dropReadiness).
 const maxChases = 3
 
 // chase reports whether the member should rejoin for a learner task that

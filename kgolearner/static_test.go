@@ -296,7 +296,7 @@ func TestStaticMemberMissesJoin(t *testing.T) {
 // rebalance's join while its session lasts. A real broker keeps S3 in the
 // group with its last report, T ready, while O releases T at that join, as
 // the deferral's learned tag tells it. The leader ignores readiness in a
-// report older than the newest generation (unready), so T goes back to O;
+// report older than the newest generation (dropReadiness), so T goes back to O;
 // it runs nowhere only while that join waits for S3 (O released it at its
 // start). Once S3's JoinGroup gets through (kfake, which dropped S3,
 // answers UNKNOWN_MEMBER_ID), its first report is older than the others'
