@@ -675,12 +675,12 @@ func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 	})
 	mu.Unlock()
 	defer func() {
+		reporting.Lock() // after a report under way
+		defer reporting.Unlock()
 		mu.Lock()
+		defer mu.Unlock()
 		over = true
 		stalled.Stop()
-		mu.Unlock()
-		reporting.Lock() // waits for a report under way
-		reporting.Unlock()
 	}()
 	select {
 	case <-done:
@@ -700,13 +700,13 @@ func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 	mu.Lock()
 	defer mu.Unlock()
 	if left > 0 {
-		// Abandoned, by a cancel or an error that stops Run: the write
-		// may land later, and the member must not leave the group
-		// before its session ends (see Run).
-		r.abandoned = true
 		if r.failed.Err() != nil {
-			return errFailed
+			return errFailed // Run stops on the error, and leaves the group (see fail)
 		}
+		// Abandoned after the cancel's grace: the write may land later,
+		// and the member must not leave the group before its session
+		// ends (see Run).
+		r.abandoned = true
 		return parent.Err()
 	}
 	if first != nil && ctx.Err() != nil && parent.Err() == nil {
