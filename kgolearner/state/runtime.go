@@ -354,27 +354,27 @@ func (r *Runtime) clientOpts(ctx context.Context) []kgo.Opt {
 // Cancelling ctx during the start makes Run return at once, with an error
 // wrapping ctx's and the last failure; Shutdown makes it return nil.
 //
-// Cancelling ctx ends the batch in flight: writes the broker answers
-// within 2 s of the cancel complete it; one it has not answered by then
-// (Shutdown and Leave wait for those) is abandoned with the batch, as a
-// crash would; call Leave for an orderly hand-over. A write abandoned so
-// may still land, so Run then returns as a crash would too: its client
-// commits nothing and sends no LeaveGroup, and the group keeps the member
-// until its session timeout, rather than let the next owners of its tasks
-// restore their changelogs before the write lands. Otherwise Run leaves the group: its group client stops the
-// member's tasks, commits the offsets of what they processed and sends a
-// LeaveGroup, after a JoinGroup or SyncGroup in flight is answered. It
-// gets 2 s from the cancel for that, the write's grace included: a
-// request the broker has not answered by then (a broker hung, or a
-// rebalance another member holds up, whose JoinGroup the coordinator may
-// answer only at the rebalance timeout) is abandoned, as a crash would,
-// and Run returns (the restore client's close is bounded alike). A
-// kgo.WithContext in ClientOpts ends the clients too: one that ends with
-// ctx leaves the leave no grace. The group then notices the member gone
-// after its session timeout (or the rebalance timeout), and the next
-// owners process again what the commit missed, skipping what their state
-// holds. Without the cancel, after Shutdown or Leave, the leave waits as
-// long as kgo does: 10 s for the commit (kgolearner's commit timeout, or
+// Cancelling ctx ends the batch in flight: writes the broker answers within
+// 2 s of the cancel complete it; one it has not answered by then (Shutdown
+// and Leave wait for those) is abandoned with the batch, as a crash would;
+// call Leave for an orderly hand-over. A write abandoned so may still land,
+// so Run then returns as a crash would too: its client commits nothing and
+// sends no LeaveGroup, and the group keeps the member until its session
+// timeout, rather than let the next owners of its tasks restore their
+// changelogs before the write lands. Otherwise Run leaves the group: its
+// group client stops the member's tasks, commits the offsets of what they
+// processed and sends a LeaveGroup, after a JoinGroup or SyncGroup in
+// flight is answered. It gets 2 s from the cancel for that, the write's
+// grace included: a request the broker has not answered by then (a broker
+// hung, or a rebalance another member holds up, whose JoinGroup the
+// coordinator may answer only at the rebalance timeout) is abandoned, as a
+// crash would, and Run returns (the restore client's close is bounded
+// alike). A kgo.WithContext in ClientOpts ends the clients too: one that
+// ends with ctx leaves no grace for the leave. The group then notices the
+// member gone after its session timeout (or the rebalance timeout), and the
+// next owners process again what the commit missed, skipping what their
+// state holds. Without the cancel, after Shutdown or Leave, the leave waits
+// as long as kgo does: 10 s for the commit (kgolearner's commit timeout, or
 // with Cooperative the runtime's), kgo.RetryTimeout (30 s by default) for
 // the LeaveGroup, the rebalance timeout plus kgo.RequestTimeoutOverhead
 // (70 s by default) for a JoinGroup; cancelling ctx meanwhile ends it 2 s
