@@ -562,6 +562,11 @@ func TestCancelAbandonsUnansweredLeave(t *testing.T) {
 		}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// -short (CI's run under the race detector) keeps the broker
+			// hung whole, and the nil context that once panicked.
+			if testing.Short() && tc.name != "every request" && tc.name != "LeaveGroup, ClientOpts' nil context" {
+				t.Skip("-short runs two of these cases; go test without it runs them all")
+			}
 			c := newCounter(t, tc.opts...)
 			if tc.processed == 2 {
 				c.in("2")
