@@ -370,12 +370,26 @@ func (c *counter) cancel() <-chan struct{} {
 	return stopped
 }
 
+// cancelWithin cancels Run's ctx and returns how long Run took to return,
+// failing the test, with what Run waits for, if it runs 5 s more.
+func (c *counter) cancelWithin(waiting string) time.Duration {
+	c.t.Helper()
+	cancelled := time.Now()
+	select {
+	case <-c.cancel():
+	case <-time.After(5 * time.Second):
+		c.t.Fatalf("Run still running 5s after its ctx was cancelled, waiting for %s", waiting)
+	}
+	require.NoError(c.t, <-c.done, "Run's error once its ctx was cancelled")
+	return time.Since(cancelled)
+}
+
 // Cancelling Run's ctx while a changelog write waits for a broker that
 // never answers abandons the write as a crash would: Run returns 2 s after
 // the cancel, the broker's grace to answer (before: it waited for the
-// broker, still running 40 s after the cancel).
-// The write never landed, so the next runtime restores the count without
-// it and processes its record again: the count is exact.
+// broker, still running 40 s after the cancel). The write never landed, so
+// the next runtime restores the count without it and processes its record
+// again: the count is exact.
 func TestCancelAbandonsUnansweredWrite(t *testing.T) {
 	changelog := state.ChangelogTopic("g", 0)
 	c := newCounter(t, kgo.ProduceRequestTimeout(time.Second))
@@ -390,13 +404,7 @@ func TestCancelAbandonsUnansweredWrite(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no Error event of the stalled write after 5s")
 	}
-	stopped := c.cancel()
-	select {
-	case <-stopped:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run still running 5s after its ctx was cancelled, waiting for a write the broker never answers")
-	}
-	require.NoError(t, <-c.done, "Run's error once its ctx was cancelled")
+	c.cancelWithin("a write the broker never answers")
 	end()
 	c.restart()
 	require.Equal(t, 2, c.count(), "count after the abandoned write, restored and processed again")
@@ -586,15 +594,8 @@ func TestCancelAbandonsUnansweredLeave(t *testing.T) {
 				case <-time.After(time.Second):
 				}
 			}
-			cancelled := time.Now()
-			stopped := c.cancel()
-			select {
-			case <-stopped:
-				t.Logf("Run returned %v after its ctx was cancelled", time.Since(cancelled).Round(time.Millisecond))
-			case <-time.After(5 * time.Second):
-				t.Fatal("Run still running 5s after its ctx was cancelled, waiting for a broker that does not answer its leave")
-			}
-			require.NoError(t, <-c.done, "Run's error once its ctx was cancelled")
+			took := c.cancelWithin("a broker that does not answer its leave")
+			t.Logf("Run returned %v after its ctx was cancelled", took.Round(time.Millisecond))
 			end()
 			c.restart()
 			require.Equal(t, 2, c.count(), "count after the abandoned leave")
