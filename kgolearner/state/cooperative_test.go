@@ -44,19 +44,12 @@ func TestCooperativeRevokeCommitsProcessed(t *testing.T) {
 			return nil, nil, false
 		}
 		req := kr.(*kmsg.OffsetCommitRequest)
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, rt := range req.Topics {
-			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
 			for _, rp := range rt.Partitions {
 				refused[rp.Partition] = max(refused[rp.Partition], rp.Offset)
-				sp := kmsg.NewOffsetCommitResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.OffsetMetadataTooLarge.Code
-				st.Partitions = append(st.Partitions, sp)
 			}
-			resp.Topics = append(resp.Topics, st)
 		}
-		return resp, nil, true
+		return refusedCommit(req), nil, true
 	})
 
 	processed := map[string][][2]int64{} // member -> (partition, offset) in order
@@ -132,4 +125,98 @@ func TestCooperativeRevokeCommitsProcessed(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, [][2]int64{{int64(moved), n}}, processed["m2"], "records m2 processed: (partition, offset)")
+}
+
+// refusedCommit answers req with OFFSET_METADATA_TOO_LARGE for each of its
+// partitions: a commit kgo does not retry, which costs the member nothing
+// but the offsets.
+func refusedCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.OffsetMetadataTooLarge.Code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// Cancelling Run's ctx while a Cooperative revoke waits for its commit,
+// which the broker never answers, abandons the commit at the leave's grace
+// (2 s), as in learner mode: Run returns, and the next owner restores the
+// count exactly, processing none of the member's records again. The
+// revoke is the leave's own (every partition, once the client closes), or
+// one a second member's join caused, under way at the cancel. The member's
+// commit loop's commits are refused until then, so that its revoke has
+// processed offsets to commit; from then on the broker answers none of the
+// member's commits (nor, kfake reading no more of their connection, its
+// heartbeats or LeaveGroup). Run returned 2.0 s after the cancel in both
+// cases; with the member's client left out of the grace (its context not
+// ending with Run's closing one), Run still ran 5 s after the cancel,
+// waiting for the commit's 10 s timeout (commitTimeout).
+func TestCooperativeCancelAbandonsHungRevokeCommit(t *testing.T) {
+	for _, rebalance := range []bool{false, true} {
+		t.Run(map[bool]string{false: "the leave's revoke", true: "a rebalance's revoke"}[rebalance], func(t *testing.T) {
+			if testing.Short() && !rebalance {
+				t.Skip("-short runs the rebalance's revoke; go test without it runs the leave's too")
+			}
+			c := newCooperativeCounter(t)
+			var (
+				mu     sync.Mutex
+				member string // the cancelled member's ID
+				hang   bool
+			)
+			hung := make(chan struct{})
+			c.c.ControlKey(int16(kmsg.OffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				c.c.KeepControl()
+				req := kr.(*kmsg.OffsetCommitRequest)
+				mu.Lock()
+				defer mu.Unlock()
+				if member == "" {
+					member = req.MemberID
+				}
+				switch {
+				case req.MemberID != member:
+					return nil, nil, false
+				case hang:
+					select {
+					case <-hung:
+					default:
+						close(hung)
+					}
+					return nil, nil, true // handled without a response
+				}
+				return refusedCommit(req), nil, true
+			})
+			// Both partitions hold processed records, whichever the
+			// rebalance revokes.
+			c.in("2")
+			c.produce(&kgo.Record{Topic: "in", Partition: 1, Value: []byte("1")})
+			require.Eventually(t, func() bool { return c.processed.Load() == 3 }, 20*time.Second, 10*time.Millisecond, "records processed before the revoke")
+			mu.Lock()
+			hang = true
+			mu.Unlock()
+			if rebalance {
+				c.run(c.cfg)
+				waitFor(t, c.done, hung, "the revoke's commit")
+				require.Len(t, c.rt.Status().Active, 1, "tasks active on the first member once its revoke commits")
+			}
+			took := c.cancelWithin("a revoke's commit the broker never answers")
+			t.Logf("Run returned %v after its ctx was cancelled", took.Round(time.Millisecond))
+			if !rebalance {
+				select {
+				case <-hung:
+				default:
+					t.Fatal("the leave's revoke committed nothing")
+				}
+				c.restart()
+			}
+			require.Equal(t, 2, c.count(), "count once the revoke's commit was abandoned")
+			require.Eventually(t, func() bool { return c.processed.Load() == 4 }, 20*time.Second, 10*time.Millisecond, "records processed once \"read\" was")
+		})
+	}
 }

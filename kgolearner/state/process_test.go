@@ -128,11 +128,17 @@ type timedErr struct {
 
 // newCounter starts a counter, with opts added to its ClientOpts, and
 // returns once it processed a first record.
-func newCounter(t *testing.T, opts ...kgo.Opt) *counter {
+func newCounter(t *testing.T, opts ...kgo.Opt) *counter { return startCounter(t, false, opts) }
+
+// newCooperativeCounter is newCounter with Config.Cooperative.
+func newCooperativeCounter(t *testing.T) *counter { return startCounter(t, true, nil) }
+
+func startCounter(t *testing.T, cooperative bool, opts []kgo.Opt) *counter {
 	c := &counter{cluster: newCluster(t, "in", "out"), read: make(chan int, 1), errs: make(chan timedErr, 10)}
 	first := make(chan struct{})
 	c.cfg = state.Config{
 		Subtopologies:   []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
+		Cooperative:     cooperative,
 		DeliveryTimeout: time.Second,
 		ClientOpts:      opts,
 		Process: func(ctx *state.Context, rec *kgo.Record) error {

@@ -902,6 +902,9 @@ func (r *Runtime) revokeActive(ctx context.Context, cl *kgo.Client, revoked map[
 // kgo counts as polled for partitions, whose tasks stopped (stopActive):
 // processed ones. A failed commit is reported (Observer.Error); the next
 // owner then processes those records again, or skips what its state holds.
+// Once Run's ctx is done, a commit the broker does not answer ends with
+// the client's context, leaveGrace later (see Run), whether the revoke is
+// the leave's or one under way at the cancel.
 //
 // It runs in a revoke callback, where a commit cannot deadlock: kgo runs
 // the callback outside the JoinGroup and SyncGroup (whose lock commits
