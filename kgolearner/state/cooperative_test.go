@@ -164,7 +164,7 @@ func TestCooperativeCancelAbandonsHungRevokeCommit(t *testing.T) {
 			if testing.Short() && !rebalance {
 				t.Skip("-short runs the rebalance's revoke; go test without it runs the leave's too")
 			}
-			c := newCooperativeCounter(t)
+			c := newCounterWith(t, func(cfg *state.Config) { cfg.Cooperative = true })
 			var (
 				mu     sync.Mutex
 				member string // the cancelled member's ID

@@ -128,17 +128,15 @@ type timedErr struct {
 
 // newCounter starts a counter, with opts added to its ClientOpts, and
 // returns once it processed a first record.
-func newCounter(t *testing.T, opts ...kgo.Opt) *counter { return startCounter(t, false, opts) }
+func newCounter(t *testing.T, opts ...kgo.Opt) *counter { return newCounterWith(t, nil, opts...) }
 
-// newCooperativeCounter is newCounter with Config.Cooperative.
-func newCooperativeCounter(t *testing.T) *counter { return startCounter(t, true, nil) }
-
-func startCounter(t *testing.T, cooperative bool, opts []kgo.Opt) *counter {
+// newCounterWith is newCounter with set, if not nil, applied to the
+// counter's Config before it starts.
+func newCounterWith(t *testing.T, set func(*state.Config), opts ...kgo.Opt) *counter {
 	c := &counter{cluster: newCluster(t, "in", "out"), read: make(chan int, 1), errs: make(chan timedErr, 10)}
 	first := make(chan struct{})
 	c.cfg = state.Config{
 		Subtopologies:   []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
-		Cooperative:     cooperative,
 		DeliveryTimeout: time.Second,
 		ClientOpts:      opts,
 		Process: func(ctx *state.Context, rec *kgo.Record) error {
@@ -174,6 +172,9 @@ func startCounter(t *testing.T, cooperative bool, opts []kgo.Opt) *counter {
 				}
 			},
 		},
+	}
+	if set != nil {
+		set(&c.cfg)
 	}
 	c.rt, c.done, c.stop = c.start(c.cfg)
 	c.in("1")
@@ -607,6 +608,43 @@ func TestCancelAbandonsUnansweredLeave(t *testing.T) {
 			require.Equal(t, 2, c.count(), "count after the abandoned leave")
 		})
 	}
+}
+
+// Cancelling Run's ctx while the broker answers none of the requests that
+// close the member's clients, the LeaveGroup, the Fetch that ends a fetch
+// session and the last client-metrics push (kgo gives each of the last two
+// 1 s), bounds the restore client's close by the leave's grace too: Run
+// returns 2 s after the cancel, not the grace plus the restore client's
+// own close. The member runs a standby, so that its restore client holds
+// a fetch session, beside a second member, which takes its tasks over with
+// the count exact. Without the restore client's part of the grace
+// (kgo.WithContext(closing) left out of its options), Run returned 4.0 s
+// after the cancel: the grace, then 1 s for each of the restore client's
+// two requests.
+func TestCancelBoundsTheRestoreClientsClose(t *testing.T) {
+	c := newCounterWith(t, func(cfg *state.Config) { cfg.Options.Standbys = 1 })
+	c.run(c.cfg)
+	require.Eventually(t, func() bool {
+		s := c.rt.Status()
+		return len(s.Active) == 1 && len(s.Standby) == 1 && len(s.Lag) == 1
+	}, 20*time.Second, 10*time.Millisecond, "an active task and a listed standby on the first member")
+	end := sync.OnceFunc(c.hangRequests(-1, func(kr kmsg.Request) bool {
+		switch req := kr.(type) {
+		case *kmsg.LeaveGroupRequest:
+			return true
+		case *kmsg.FetchRequest:
+			return req.SessionID != 0 && req.SessionEpoch == -1 // the close of a session, not a fetch without one
+		case *kmsg.PushTelemetryRequest:
+			return req.Terminating
+		}
+		return false
+	}))
+	t.Cleanup(end) // before c's: a test failed early lets Run return
+	took := c.cancelWithin("a broker that does not answer the close of its clients")
+	t.Logf("Run returned %v after its ctx was cancelled", took.Round(time.Millisecond))
+	require.Less(t, took, 3*time.Second, "Run's return after the cancel: the 2 s grace, which the restore client's close shares")
+	end()
+	require.Equal(t, 1, c.count(), "count on the second member")
 }
 
 // A stall report under way when Run's ctx is cancelled ends before Run

@@ -397,7 +397,8 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	// records its store lacks.
 	//
 	// The clients get leaveGrace, once ctx is done, to commit and leave
-	// the group and end their fetch sessions: past it, their context
+	// the group, end their fetch sessions and push their last metrics
+	// (TestCancelBoundsTheRestoreClientsClose): past it, their context
 	// (closing) ends, which fails at once the requests the broker has not
 	// answered (the commit, the LeaveGroup, a JoinGroup or SyncGroup in
 	// flight), and their Close returns.
