@@ -725,6 +725,12 @@ func (r *Runtime) produce(ctx context.Context, recs []*kgo.Record) error {
 // too when kgo's next try, which fails it, comes later than that: kgo tries
 // it at its next metadata refresh (kgo.MetadataMinAge, 5 s by default), so
 // a DeliveryTimeout under half of that reports it as stalled until it fails.
+// An event counts the records unacknowledged when it was made: the write
+// may be acknowledged by the time Observer.Error runs, though its task
+// goes on only once the event returned, and none comes after. Keeping the
+// acknowledgement out until the event returned would hold every
+// acknowledgement of the member's client (kgo delivers them one at a time)
+// for as long as Observer takes.
 var ErrWriteStalled = errors.New("state: write stalled, still waiting for the broker")
 
 // recordTopics names the topics of recs, sorted, for messages.
