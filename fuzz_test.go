@@ -15,8 +15,8 @@ import (
 // Fuzz targets. `go test` runs their seed corpora (testdata/fuzz/...) and the
 // f.Add seeds; long runs:
 //
-//	go test -run='^$' -fuzz=FuzzAssign -fuzztime=10m
-//	go test -run='^$' -fuzz=FuzzNotation -fuzztime=10m
+//	go test -run='^$' -fuzz='^FuzzAssign$' -fuzztime=10m
+//	go test -run='^$' -fuzz='^FuzzNotation$' -fuzztime=10m
 
 // byteSource is a rand.Source that reads the fuzzer's bytes, so the fuzzer
 // steers the group generator. Past the end it continues with a fixed PCG:

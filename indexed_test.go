@@ -122,7 +122,7 @@ func TestAssignIndexedEdges(t *testing.T) {
 // error wrapping ErrInvalidMember, or answers what Assign answers for the
 // same reports by ID.
 //
-//	go test -run='^$' -fuzz=FuzzAssignIndexed -fuzztime=10m
+//	go test -run='^$' -fuzz='^FuzzAssignIndexed$' -fuzztime=10m
 func FuzzAssignIndexed(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7})
 	f.Add([]byte{9, 9, 0x80, 1, 0xff, 2, 3})

@@ -17,7 +17,7 @@ import (
 // runs its seed corpus (testdata/fuzz/FuzzDecode) and the f.Add seeds; a
 // long run:
 //
-//	go test ./wire -run='^$' -fuzz=FuzzDecode -fuzztime=10m
+//	go test ./wire -run='^$' -fuzz='^FuzzDecode$' -fuzztime=10m
 func FuzzDecode(f *testing.F) {
 	c, other := wireTopology(f, 40), wireTopology(f, 41)
 	for _, m := range wireMembers {

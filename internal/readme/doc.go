@@ -1,7 +1,9 @@
 // Package readme holds the test that keeps README.md, docs/*.md and the
 // nested modules' README.md files (kgolearner/state/README.md) true: every
 // relative link resolves, every Go block equals the compiled source it
-// mirrors, and every shell example prints what the command prints now.
+// mirrors, every shell example prints what the command prints now, and
+// every fuzzing command there or in a Go comment picks exactly one fuzz
+// target (go test will not fuzz two).
 //
 // A fenced block is checked by its form:
 //
