@@ -104,6 +104,8 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"-size", "big"}, "-size big: want MIN-MAX in MB"},
 		{[]string{"-size", "9-1"}, "-size 9-1: want MIN-MAX with 0 < MIN <= MAX"},
 		{[]string{"-rate", "-1"}, "-rate -1: want above 0"},
+		{[]string{"-rate", "NaN"}, "-rate NaN: want above 0, at most 1e+12"},
+		{[]string{"-size", "1-Inf"}, "-size 1-+Inf: want MIN-MAX with 0 < MIN <= MAX <= 1e+12"},
 		{[]string{"-duration", "0s"}, "-duration 0s: want 1s to 1000h0m0s"},
 		{[]string{"-pause", "-3s"}, "-pause -3s: want 0s to 1h0m0s"},
 		{[]string{"-session-timeout", "2h"}, "-session-timeout 2h0m0s: want 1s to 1h0m0s"},
