@@ -254,8 +254,9 @@ type Config struct {
 
 // Balancer is one client's kgo.GroupBalancer for the learner protocol: the
 // member's state between rebalances, and the leader's logic when the client
-// leads the group. Build one per client with New, pass Opts to
-// kgo.NewClient and Bind the client. A Balancer is safe for concurrent use.
+// leads the group. Build one per client with New (the zero Balancer has no
+// topology, and using it panics), pass Opts to kgo.NewClient and Bind the
+// client. A Balancer is safe for concurrent use.
 // Once it has led a rebalance it keeps the leader's working memory for the
 // next, about 25 bytes a task.
 type Balancer struct {

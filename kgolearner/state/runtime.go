@@ -174,7 +174,9 @@ type Observer struct {
 	Error func(error)
 }
 
-// Runtime runs one member of a stateful application. Build it with New.
+// Runtime runs one member of a stateful application. Build it with New: the
+// zero Runtime is not usable (its Run blocks for ever, Shutdown and Status
+// panic).
 type Runtime struct {
 	cfg    Config
 	topo   *kgolearner.Balancer // topology, and the group balancer unless Cooperative
