@@ -889,6 +889,33 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 }
 
+// TestRuntimeRunsOnce: Run on a Runtime not built with New, or called a
+// second time, returns an error wrapping ErrInvalidConfig at once, and the
+// zero Runtime's other methods do nothing (before: Run on the zero Runtime
+// blocked for ever, and Status and Shutdown panicked).
+func TestRuntimeRunsOnce(t *testing.T) {
+	var zero state.Runtime
+	err := zero.Run(context.Background())
+	require.ErrorIs(t, err, state.ErrInvalidConfig, "Run on the zero Runtime")
+	require.ErrorContains(t, err, "not built with New", "Run on the zero Runtime")
+	require.Zero(t, zero.Status(), "Status of the zero Runtime")
+	zero.Shutdown()
+	zero.Leave(time.Time{})
+
+	rt, err := state.New(state.Config{
+		Group: "g", Process: func(*state.Context, *kgo.Record) error { return nil },
+		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 1, Stateful: true}},
+		ClientOpts:    []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Run returns during its start
+	require.Error(t, rt.Run(ctx), "first Run, its ctx cancelled")
+	err = rt.Run(context.Background())
+	require.ErrorIs(t, err, state.ErrInvalidConfig, "second Run")
+	require.ErrorContains(t, err, "runs once", "second Run")
+}
+
 // Changes too large for the producer (one input record's changes travel in
 // one changelog record, see Put) stop Run with an error wrapping
 // kerr.MessageTooLarge, before anything of the batch is written: retrying

@@ -174,10 +174,11 @@ type Observer struct {
 	Error func(error)
 }
 
-// Runtime runs one member of a stateful application. Build it with New: the
-// zero Runtime is not usable (its Run blocks for ever, Shutdown and Status
-// panic).
+// Runtime runs one member of a stateful application. Build it with New: on
+// the zero Runtime, Run returns an error wrapping ErrInvalidConfig, Status
+// reports nothing and Shutdown and Leave do nothing.
 type Runtime struct {
+	ran    atomic.Bool // Run was called: a Runtime runs once
 	cfg    Config
 	topo   *kgolearner.Balancer // topology, and the group balancer unless Cooperative
 	cl     *kgo.Client          // group member: input, output, changelog writes
@@ -380,8 +381,15 @@ func (r *Runtime) clientOpts(ctx context.Context) []kgo.Opt {
 // with Cooperative the runtime's), kgo.RetryTimeout (30 s by default) for
 // the LeaveGroup, the rebalance timeout plus kgo.RequestTimeoutOverhead
 // (70 s by default) for a JoinGroup; cancelling ctx meanwhile ends it 2 s
-// later. A Runtime runs once.
+// later. A Runtime runs once: Run called again returns an error wrapping
+// ErrInvalidConfig at once, as it does on a Runtime not built with New.
 func (r *Runtime) Run(ctx context.Context) (err error) {
+	if r.topo == nil {
+		return fmt.Errorf("state: Run on a Runtime not built with New: %w", ErrInvalidConfig)
+	}
+	if r.ran.Swap(true) {
+		return fmt.Errorf("state: Run called again: a Runtime runs once: %w", ErrInvalidConfig)
+	}
 	// The restore client's defaults come first, so ClientOpts may change
 	// them. A short metadata age lists a changelog topic just created in
 	// about a second rather than kgo's default five. Fetches are capped
@@ -527,7 +535,11 @@ func (r *Runtime) Leave(deadline time.Time) {
 // does not answer too (see Config.DeliveryTimeout), and so is the leave,
 // as long as kgo waits for the broker (see Run): cancelling ctx ends
 // either wait.
-func (r *Runtime) Shutdown() { r.stopOnce.Do(func() { close(r.stop) }) }
+func (r *Runtime) Shutdown() {
+	if r.stop != nil { // built with New
+		r.stopOnce.Do(func() { close(r.stop) })
+	}
+}
 
 // fail stops the runtime with err; the first error wins. It ends the
 // writes in flight (produce), which kgo may otherwise retry for many
@@ -1046,8 +1058,12 @@ type Status struct {
 	Lag map[string]int64
 }
 
-// Status returns what the member does now.
+// Status returns what the member does now: nothing on a Runtime not built
+// with New.
 func (r *Runtime) Status() Status {
+	if r.topo == nil {
+		return Status{}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var s Status
