@@ -47,9 +47,10 @@ flags:
 func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	// The flag package writes the usage, and a bad flag's error before it,
-	// to one output; which stream they belong on is known only once Parse
-	// has returned: help asked for goes to stdout, as learner help's and
-	// learner assign -h's do, a usage error to stderr.
+	// to one output; what to print is known only once Parse has returned:
+	// help asked for goes to stdout, as learner help's and learner assign
+	// -h's do, and a bad flag is one line on stderr, as for learner assign,
+	// rather than its error above 60 lines of usage.
 	var usageText bytes.Buffer
 	fs.SetOutput(&usageText)
 	fs.Usage = func() {
@@ -90,7 +91,7 @@ func simulateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 			stdout.Write(usageText.Bytes())
 			return 0
 		}
-		stderr.Write(usageText.Bytes())
+		fmt.Fprintf(stderr, "learner simulate: %v (run learner simulate -h for usage)\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
