@@ -107,11 +107,16 @@ type group struct {
 	lastOwn  map[string]string  // task -> member that ran it last
 	ownedAt  map[string]int     // task -> len(history) when lastOwn started it
 	lostFrom map[string]bool    // task -> its last instance was lost
-	stateful map[string]bool
-	failures []string
-	leader   string // member whose balancer computed the last round
-	rounds   rounds
-	history  []kgolearner.Round // every round computed, the n-th at n-1
+	// stoppedAt holds, by task that runs nowhere, when its last instance
+	// ended, and idle the longest a task ran nowhere between two
+	// instances.
+	stoppedAt map[string]time.Time
+	idle      idleSpan
+	stateful  map[string]bool
+	failures  []string
+	leader    string // member whose balancer computed the last round
+	rounds    rounds
+	history   []kgolearner.Round // every round computed, the n-th at n-1
 	// releases holds every StopActive, with the leader rounds computed
 	// before it: a release at the join of round n is numbered n-1.
 	releases []release
@@ -199,7 +204,7 @@ func newGroup(t *testing.T, topology []kgolearner.Subtopology) *group {
 	require.NoError(t, err)
 	g := &group{t: t, cluster: c, topology: topology, autoCommit: 500 * time.Millisecond, session: map[string]time.Duration{}, rebalanceTimeout: 5 * time.Second, instance: map[string]string{},
 		topologies: map[string][]kgolearner.Subtopology{}, members: map[string]*member{}, active: map[string]string{}, lastOwn: map[string]string{}, ownedAt: map[string]int{},
-		lostFrom: map[string]bool{}, stateful: map[string]bool{}, processed: map[string]map[int64][]processing{}}
+		lostFrom: map[string]bool{}, stoppedAt: map[string]time.Time{}, stateful: map[string]bool{}, processed: map[string]map[int64][]processing{}}
 	g.producer = startProducer(t, c, topology)
 	t.Cleanup(func() {
 		g.producer.stop()
@@ -406,6 +411,10 @@ func (m *member) startActive(task string) {
 	g.active[task] = m.name
 	g.lastOwn[task], g.ownedAt[task] = m.name, len(g.history)
 	delete(g.lostFrom, task)
+	if at, ok := g.stoppedAt[task]; ok && time.Since(at) > g.idle.d {
+		g.idle = idleSpan{task, prev, m.name, time.Since(at)}
+	}
+	delete(g.stoppedAt, task)
 }
 
 // droppedLocked reports whether the coordinator no longer has the
@@ -455,7 +464,15 @@ func (m *member) endLocked(task string, lost bool) {
 	delete(m.active, task)
 	if g.active[task] == m.name {
 		delete(g.active, task)
+		g.stoppedAt[task] = time.Now()
 	}
+}
+
+// idleSpan is a time a task ran nowhere: from its instance on from to one
+// on to.
+type idleSpan struct {
+	task, from, to string
+	d              time.Duration
 }
 
 func (m *member) startLearning(task string) {
@@ -570,20 +587,23 @@ func shortID(id string) string {
 func (m *member) crash() {
 	g := m.g
 	memberID, _ := m.cl.GroupMetadata()
-	m.stop()
-	g.mu.Lock()
-	m.dead = true
-	g.mu.Unlock()
 	drop := func(req kmsg.Request) (kmsg.Response, error, bool) {
 		g.cluster.KeepControl()
-		if requestMember(req) == memberID {
+		if memberID != "" && requestMember(req) == memberID { // "": a new member's first JoinGroup
 			return nil, errors.New("crashed"), true
 		}
 		return nil, nil, false
 	}
-	for _, key := range []kmsg.Key{kmsg.LeaveGroup, kmsg.Heartbeat, kmsg.OffsetCommit} {
+	// Before the poll loop stops: a member that crashes between its
+	// JoinGroup and its SyncGroup (a churned history) would otherwise
+	// resend the SyncGroup meanwhile.
+	for _, key := range []kmsg.Key{kmsg.LeaveGroup, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.JoinGroup, kmsg.SyncGroup} {
 		g.cluster.ControlKey(int16(key), drop)
 	}
+	m.stop()
+	g.mu.Lock()
+	m.dead = true
+	g.mu.Unlock()
 	m.cl.Close()
 }
 
@@ -616,6 +636,12 @@ func requestMember(req kmsg.Request) string {
 		return req.MemberID
 	case *kmsg.OffsetCommitRequest:
 		return req.MemberID
+	case *kmsg.OffsetFetchRequest: // kgo's, after a SyncGroup: v8 and later name the member
+		for _, rg := range req.Groups {
+			if rg.MemberID != nil {
+				return *rg.MemberID
+			}
+		}
 	case *kmsg.LeaveGroupRequest:
 		for _, lm := range req.Members { // v3 and later name the members here
 			return lm.MemberID
