@@ -117,6 +117,11 @@ type group struct {
 	leader    string // member whose balancer computed the last round
 	rounds    rounds
 	history   []kgolearner.Round // every round computed, the n-th at n-1
+	// seq counts the rounds, the ends of task instances and the
+	// PartitionsLost calls, in order; roundSeq holds it for each round of
+	// history.
+	seq      int
+	roundSeq []int
 	// releases holds every StopActive, with the leader rounds computed
 	// before it: a release at the join of round n is numbered n-1.
 	releases []release
@@ -192,6 +197,10 @@ type member struct {
 	firstActive     []string
 	// lostInstances holds "task#instance" of instances that ended lost.
 	lostInstances map[string]bool
+	// endedSeq holds, by task, g.seq when the member's last instance of it
+	// ended, and lostSeq g.seq at its last PartitionsLost.
+	endedSeq map[string]int
+	lostSeq  int
 }
 
 func newGroup(t *testing.T, topology []kgolearner.Subtopology) *group {
@@ -250,7 +259,7 @@ func (g *group) add(name string, autoReady bool) *member {
 	m := &member{name: name, g: g, autoReady: autoReady, done: make(chan struct{}),
 		active: map[string]int{}, instances: map[string]int{}, lost: map[string]bool{}, learning: map[string]bool{},
 		standby: map[string]bool{}, stopped: map[string]bool{}, lostInstances: map[string]bool{}, stoppedIn: map[string]int{},
-		startedAs: map[string]string{}}
+		startedAs: map[string]string{}, endedSeq: map[string]int{}}
 	topology, other := g.topologies[name]
 	if !other {
 		topology = g.topology
@@ -294,6 +303,13 @@ func (g *group) add(name string, autoReady bool) *member {
 				m.firstGeneration, m.firstActive = generation, slices.Sorted(maps.Keys(m.active))
 			}
 			m.sessionAs = id
+			g.mu.Unlock()
+		}),
+		kgo.OnPartitionsLost(func(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
+			b.PartitionsLost(ctx, cl, lost)
+			g.mu.Lock()
+			g.seq++
+			m.lostSeq = g.seq
 			g.mu.Unlock()
 		}),
 		kgo.SeedBrokers(g.cluster.ListenAddrs()...),
@@ -393,8 +409,16 @@ func (m *member) startActive(task string) {
 	// rejoins.
 	gone = gone || len(g.history) > 0 && !slices.ContainsFunc(g.history[len(g.history)-1].Members,
 		func(mm learner.MemberMetadata) bool { return g.nameLocked(mm.ID) == prev })
+	// A member whose partitions kgo lost (OnPartitionsLost: a JoinGroup or
+	// SyncGroup that failed, or a session that expired) since its instance
+	// of the task ended is gone too, although the instance ended cleanly:
+	// a release at a join, whose assignment it never got. Its balancer
+	// starts afresh, keeping its learners and standbys only, so its report
+	// claims the released task no more than those it lost, and the leader
+	// places it as a crashed member's.
+	gone = gone || g.members[prev] != nil && g.members[prev].lostSeq > g.members[prev].endedSeq[task]
 	if g.stateful[task] && prev != "" && prev != m.name && !gone && !g.lostFrom[task] && !zombie && !(learned && ready) &&
-		!g.handedToDeadLocked(task, g.ownedAt[task], prev, m.name) {
+		!g.handedToGoneLocked(task, g.ownedAt[task], prev, m.name) {
 		g.fail("stateful task %s moved from live member %s to %s, which did not learn it to readiness (learner: %v)",
 			task, prev, m.name, learned)
 	}
@@ -462,6 +486,8 @@ func (m *member) endLocked(task string, lost bool) {
 		m.closed = append(m.closed, fmt.Sprintf("%s#%d", task, instance))
 	}
 	delete(m.active, task)
+	g.seq++
+	m.endedSeq[task] = g.seq
 	if g.active[task] == m.name {
 		delete(g.active, task)
 		g.stoppedAt[task] = time.Now()
@@ -542,6 +568,8 @@ func (m *member) rebalanced(r kgolearner.Round) {
 	g.leader = m.name
 	n, summary := g.rounds.add(r)
 	g.history = append(g.history, r)
+	g.seq++
+	g.roundSeq = append(g.roundSeq, g.seq)
 	for _, v := range vs {
 		g.fail("round %d computed by %s: %v", n, m.name, v)
 	}
@@ -607,16 +635,22 @@ func (m *member) crash() {
 	m.cl.Close()
 }
 
-// handedToDeadLocked reports whether a round since the task's last owner
+// handedToGoneLocked reports whether a round since the task's last owner
 // started it (from round index since of g.history) gave it active to a
-// member other than its owner and m that is dead now and never started it:
-// its owner released it to that member (a ready learner, say), and whoever
+// member other than its owner and m that never started it and is gone:
+// dead now, or its partitions lost since that round (OnPartitionsLost: it
+// never got that assignment, and its report forgets what it ran). Its
+// owner released it to that member (a ready learner, say), and whoever
 // gets it next starts it without the state, as after any crash.
-func (g *group) handedToDeadLocked(task string, since int, owner, m string) bool {
-	for _, r := range g.history[min(since, len(g.history)):] {
+func (g *group) handedToGoneLocked(task string, since int, owner, m string) bool {
+	since = min(since, len(g.history))
+	for i, r := range g.history[since:] {
 		for _, as := range r.Assignments {
-			to := g.nameLocked(as.MemberID)
-			if to != owner && to != m && g.members[to] != nil && g.members[to].dead && slices.Contains(as.Assigned, task) {
+			to := g.members[g.nameLocked(as.MemberID)]
+			if to == nil || to.name == owner || to.name == m || !slices.Contains(as.Assigned, task) {
+				continue
+			}
+			if to.dead || to.lostSeq > g.roundSeq[since+i] {
 				return true
 			}
 		}
