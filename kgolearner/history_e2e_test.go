@@ -57,6 +57,20 @@ func TestRandomFaultedHistory(t *testing.T) { playHistories(t, 6, faulted) }
 // LEARNER_SEED replays one.
 func TestRandomChurnedHistory(t *testing.T) { playHistories(t, 4, churned) }
 
+// TestRandomStaticHistory plays churned histories in which half of the
+// members join static (kgo.InstanceID, their name as the instance ID), and
+// a static member may restart: its client closes (committing its tasks, and
+// leaving the group only if it owes a rejoin) and its next incarnation joins
+// under the same instance ID at once, whether or not a rebalance is under
+// way. kfake replaces the member and rebalances, since the new incarnation
+// reports nothing it runs (Kafka would hand it the old assignment instead:
+// restart_test.go plays that). A static member that crashes stays in the
+// group, silent, until its session ends.
+//
+// One history of 4 steps runs by default; LEARNER_LONG=1 runs 5 of 16, and
+// LEARNER_SEED replays one.
+func TestRandomStaticHistory(t *testing.T) { playHistories(t, 4, static) }
+
 // historyKind says which kinds of steps a random history draws.
 type historyKind int
 
@@ -64,6 +78,7 @@ const (
 	plain   historyKind = iota
 	faulted             // plain's, and faults (faultSet.inject)
 	churned             // faulted's, and the kinds TestRandomChurnedHistory names
+	static              // churned's, with static members that restart
 )
 
 // playHistories plays one random history of steps steps of the kind's
@@ -113,7 +128,7 @@ func (f *faultSet) inject(t *testing.T, g *group, rng *rand.Rand, m *member, kin
 	id, _ := m.cl.GroupMetadata()
 	keys := []kmsg.Key{kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.OffsetCommit}
 	kinds := 4
-	if kind == churned {
+	if kind >= churned {
 		keys = append(keys, kmsg.OffsetFetch)
 		kinds++
 	}
@@ -249,7 +264,7 @@ const maxLive = 5
 func playHistory(t *testing.T, seed uint64, steps int, kind historyKind) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	g := newGroup(t, mixedTopology)
-	if kind == churned {
+	if kind >= churned {
 		// Under the session timeout, so that kfake answers a member
 		// waiting in its SyncGroup for a leader that crashed: at the
 		// rebalance timeout it drops the members that never synced and
@@ -262,10 +277,24 @@ func playHistory(t *testing.T, seed uint64, steps int, kind historyKind) {
 		g.rebalanceTimeout = 2 * time.Second
 	}
 	joined := 0
-	join := func() {
+	// add starts the next member, static under instance if not "".
+	add := func(instance string) *member {
 		joined++
-		m := g.add(fmt.Sprintf("S%d", joined), rng.IntN(2) == 0)
-		t.Logf("step: %s joins (ready at once: %v)", m.name, m.autoReady)
+		name := fmt.Sprintf("S%d", joined)
+		if instance != "" {
+			g.mu.Lock() // nameLocked reads it
+			g.instance[name] = instance
+			g.mu.Unlock()
+		}
+		return g.add(name, rng.IntN(2) == 0)
+	}
+	join := func() {
+		instance := ""
+		if kind == static && rng.IntN(2) == 0 {
+			instance = fmt.Sprintf("S%d", joined+1)
+		}
+		m := add(instance)
+		t.Logf("step: %s joins (ready at once: %v, instance ID %q)", m.name, m.autoReady, instance)
 	}
 	leaving := map[*member]bool{} // guarded by g.mu: a crash at sync reads it
 	var injected faultSet
@@ -323,8 +352,12 @@ func playHistory(t *testing.T, seed uint64, steps int, kind historyKind) {
 		if kind >= faulted {
 			actions = append(actions, "fault", "fault")
 		}
-		if kind == churned && len(live) > 2 {
+		if kind >= churned && len(live) > 2 {
 			actions = append(actions, "crash two")
+		}
+		statics := slices.DeleteFunc(slices.Clone(live), func(m *member) bool { return g.instance[m.name] == "" })
+		if len(statics) > 0 {
+			actions = append(actions, "restart")
 		}
 		m := live[rng.IntN(len(live))]
 		step.Lock()
@@ -371,6 +404,13 @@ func playHistory(t *testing.T, seed uint64, steps int, kind historyKind) {
 			go func() { defer close(done); o.crash() }()
 			m.crash()
 			<-done
+		case "restart":
+			m := statics[rng.IntN(len(statics))]
+			instance := g.instance[m.name]
+			t.Logf("step: %s restarts under its instance ID %q", m.name, instance)
+			m.close()
+			n := add(instance)
+			t.Logf("step: %s is its next incarnation (ready at once: %v)", n.name, n.autoReady)
 		case "fault":
 			injected.inject(t, g, rng, m, kind, crashAtSync)
 		}
