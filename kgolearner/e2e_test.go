@@ -2,13 +2,16 @@ package kgolearner_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,6 +204,28 @@ type member struct {
 	// ended, and lostSeq g.seq at its last PartitionsLost.
 	endedSeq map[string]int
 	lostSeq  int
+
+	// loseAnswer, when a request key plus one, makes the member's next
+	// request of that key reach the broker and its answer get lost: the
+	// connection closes once the request is written.
+	loseAnswer atomic.Int32
+}
+
+// answerLoser is a member's connection to the broker, which loses the
+// answer to the request its member's loseAnswer names.
+type answerLoser struct {
+	net.Conn
+	m *member
+}
+
+// Write writes one request (kgo writes each whole, size first, then
+// the key).
+func (c answerLoser) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err == nil && len(b) >= 6 && c.m.loseAnswer.CompareAndSwap(int32(binary.BigEndian.Uint16(b[4:6]))+1, 0) {
+		c.Conn.Close()
+	}
+	return n, err
 }
 
 func newGroup(t *testing.T, topology []kgolearner.Subtopology) *group {
@@ -311,6 +336,13 @@ func (g *group) add(name string, autoReady bool) *member {
 			g.seq++
 			m.lostSeq = g.seq
 			g.mu.Unlock()
+		}),
+		kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+			c, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, network, host)
+			if err != nil {
+				return nil, err
+			}
+			return answerLoser{c, m}, nil
 		}),
 		kgo.SeedBrokers(g.cluster.ListenAddrs()...),
 		kgo.ClientID(name),

@@ -65,7 +65,8 @@ func TestRandomChurnedHistory(t *testing.T) { playHistories(t, 4, churned) }
 // way. kfake replaces the member and rebalances, since the new incarnation
 // reports nothing it runs (Kafka would hand it the old assignment instead:
 // restart_test.go plays that). A static member that crashes stays in the
-// group, silent, until its session ends.
+// group, silent, until its session ends. Its faults include one more kind:
+// a request whose answer is lost after the broker acted on it.
 //
 // One history of 4 steps runs by default; LEARNER_LONG=1 runs 5 of 16, and
 // LEARNER_SEED replays one.
@@ -122,14 +123,22 @@ func playHistories(t *testing.T, steps int, kind historyKind) {
 //     coordinator drops it when its session or the pending-sync timeout
 //     runs out.
 //
-// crashAtSync reports whether another staying member remains if m goes,
-// and runs its crash under the same lock as the history's own steps.
+// A static history has one more:
+//
+//   - answer lost: the request reaches the broker, which acts on it, and
+//     the connection closes before its answer comes back (kgo resends it).
+//
+// crashAtSync crashes m if another staying member remains, under the same
+// lock as the history's own steps.
 func (f *faultSet) inject(t *testing.T, g *group, rng *rand.Rand, m *member, kind historyKind, crashAtSync func(*member)) {
 	id, _ := m.cl.GroupMetadata()
 	keys := []kmsg.Key{kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.OffsetCommit}
 	kinds := 4
 	if kind >= churned {
 		keys = append(keys, kmsg.OffsetFetch)
+		kinds++
+	}
+	if kind == static {
 		kinds++
 	}
 	key := keys[rng.IntN(len(keys))]
@@ -225,6 +234,12 @@ func (f *faultSet) inject(t *testing.T, g *group, rng *rand.Rand, m *member, kin
 			go crashAtSync(m) // it calls into the cluster
 			return nil, errors.New("crashed"), true
 		})
+	case 5:
+		t.Logf("step: fault: %s's next %s reaches the broker, and its answer is lost", m.name, name)
+		m.loseAnswer.Store(int32(key) + 1)
+		f.mu.Lock()
+		f.answers = append(f.answers, m)
+		f.mu.Unlock()
 	}
 }
 
@@ -233,6 +248,7 @@ type faultSet struct {
 	healed  atomic.Bool // read by control functions on the cluster goroutine
 	mu      sync.Mutex
 	handles []*kfake.FaultHandle
+	answers []*member // armed to lose an answer
 }
 
 // heal disarms the faults that have not struck yet, as a network heals: the
@@ -254,6 +270,9 @@ func (f *faultSet) heal() {
 	defer f.mu.Unlock()
 	for _, h := range f.handles {
 		h.Remove()
+	}
+	for _, m := range f.answers {
+		m.loseAnswer.Store(0)
 	}
 }
 
