@@ -236,9 +236,8 @@ func newGroup(t *testing.T, topology []kgolearner.Subtopology) *group {
 	}
 	c, err := kfake.NewCluster(opts...)
 	require.NoError(t, err)
-	g := &group{t: t, cluster: c, topology: topology, autoCommit: 500 * time.Millisecond, session: map[string]time.Duration{}, rebalanceTimeout: 5 * time.Second, instance: map[string]string{},
-		topologies: map[string][]kgolearner.Subtopology{}, members: map[string]*member{}, active: map[string]string{}, lastOwn: map[string]string{}, ownedAt: map[string]int{},
-		lostFrom: map[string]bool{}, stoppedAt: map[string]time.Time{}, stateful: map[string]bool{}, processed: map[string]map[int64][]processing{}}
+	g := newTracker(t, topology)
+	g.cluster = c
 	g.producer = startProducer(t, c, topology)
 	t.Cleanup(func() {
 		g.producer.stop()
@@ -252,6 +251,14 @@ func newGroup(t *testing.T, topology []kgolearner.Subtopology) *group {
 		c.Close()
 	})
 	return g
+}
+
+// newTracker returns a group with no cluster and no members: the tracker
+// alone, which newGroup connects.
+func newTracker(t *testing.T, topology []kgolearner.Subtopology) *group {
+	return &group{t: t, topology: topology, autoCommit: 500 * time.Millisecond, session: map[string]time.Duration{}, rebalanceTimeout: 5 * time.Second, instance: map[string]string{},
+		topologies: map[string][]kgolearner.Subtopology{}, members: map[string]*member{}, active: map[string]string{}, lastOwn: map[string]string{}, ownedAt: map[string]int{},
+		lostFrom: map[string]bool{}, stoppedAt: map[string]time.Time{}, stateful: map[string]bool{}, processed: map[string]map[int64][]processing{}}
 }
 
 // fail records an invariant violation; the test fails at its next check.
@@ -281,10 +288,7 @@ func (g *group) addLearner() (s1, s2, s3 *member) {
 // it starts (their replay is instant), the others when the test says so.
 func (g *group) add(name string, autoReady bool) *member {
 	g.t.Helper()
-	m := &member{name: name, g: g, autoReady: autoReady, done: make(chan struct{}),
-		active: map[string]int{}, instances: map[string]int{}, lost: map[string]bool{}, learning: map[string]bool{},
-		standby: map[string]bool{}, stopped: map[string]bool{}, lostInstances: map[string]bool{}, stoppedIn: map[string]int{},
-		startedAs: map[string]string{}, endedSeq: map[string]int{}}
+	m := newMember(g, name, autoReady)
 	topology, other := g.topologies[name]
 	if !other {
 		topology = g.topology
@@ -332,10 +336,7 @@ func (g *group) add(name string, autoReady bool) *member {
 		}),
 		kgo.OnPartitionsLost(func(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
 			b.PartitionsLost(ctx, cl, lost)
-			g.mu.Lock()
-			g.seq++
-			m.lostSeq = g.seq
-			g.mu.Unlock()
+			m.partitionsLost()
 		}),
 		kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
 			c, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, network, host)
@@ -373,6 +374,14 @@ func (g *group) add(name string, autoReady bool) *member {
 	m.stop = func() { cancel(); <-m.done }
 	go m.poll(ctx)
 	return m
+}
+
+// newMember returns the tracker's record of a member, with no client.
+func newMember(g *group, name string, autoReady bool) *member {
+	return &member{name: name, g: g, autoReady: autoReady, done: make(chan struct{}),
+		active: map[string]int{}, instances: map[string]int{}, lost: map[string]bool{}, learning: map[string]bool{},
+		standby: map[string]bool{}, stopped: map[string]bool{}, lostInstances: map[string]bool{}, stoppedIn: map[string]int{},
+		startedAs: map[string]string{}, endedSeq: map[string]int{}}
 }
 
 // resume starts the member's poll loop again after stop.
@@ -447,8 +456,12 @@ func (m *member) startActive(task string) {
 	// a release at a join, whose assignment it never got. Its balancer
 	// starts afresh, keeping its learners and standbys only, so its report
 	// claims the released task no more than those it lost, and the leader
-	// places it as a crashed member's.
-	gone = gone || g.members[prev] != nil && g.members[prev].lostSeq > g.members[prev].endedSeq[task]
+	// places it as a crashed member's. Only a loss before the last round
+	// was computed: kgo calls OnPartitionsLost before it rejoins, and a
+	// loss after that round changed nothing its leader saw.
+	if p := g.members[prev]; p != nil && len(g.roundSeq) > 0 {
+		gone = gone || p.endedSeq[task] < p.lostSeq && p.lostSeq < g.roundSeq[len(g.roundSeq)-1]
+	}
 	if g.stateful[task] && prev != "" && prev != m.name && !gone && !g.lostFrom[task] && !zombie && !(learned && ready) &&
 		!g.handedToGoneLocked(task, g.ownedAt[task], prev, m.name) {
 		g.fail("stateful task %s moved from live member %s to %s, which did not learn it to readiness (learner: %v)",
@@ -493,6 +506,14 @@ func (m *member) stopActive(task string) error {
 	m.g.releases = append(m.g.releases, release{m.name, task, m.g.rounds.n})
 	m.endLocked(task, delay > 0)
 	return nil
+}
+
+// partitionsLost records that kgo lost m's partitions (OnPartitionsLost).
+func (m *member) partitionsLost() {
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	m.g.seq++
+	m.lostSeq = m.g.seq
 }
 
 func (m *member) loseActive(task string) {
@@ -599,9 +620,7 @@ func (m *member) rebalanced(r kgolearner.Round) {
 	g.mu.Lock()
 	g.leader = m.name
 	n, summary := g.rounds.add(r)
-	g.history = append(g.history, r)
-	g.seq++
-	g.roundSeq = append(g.roundSeq, g.seq)
+	g.addRoundLocked(r)
 	for _, v := range vs {
 		g.fail("round %d computed by %s: %v", n, m.name, v)
 	}
@@ -616,6 +635,13 @@ func (m *member) rebalanced(r kgolearner.Round) {
 		sb.WriteString("\n  sent  " + learner.FormatAssignment(a))
 	}
 	g.t.Logf("round %d, leader %s, deferred %v, follow-up %v: %s%s", n, m.name, r.Deferred, r.FollowUp, summary, sb.String())
+}
+
+// addRoundLocked appends r, a round a leader computed, to the history.
+func (g *group) addRoundLocked(r kgolearner.Round) {
+	g.history = append(g.history, r)
+	g.seq++
+	g.roundSeq = append(g.roundSeq, g.seq)
 }
 
 // nameLocked returns the name of the member a coordinator's member ID is
@@ -1124,4 +1150,46 @@ func (l testLogger) Level() kgo.LogLevel {
 
 func (l testLogger) Log(_ kgo.LogLevel, msg string, kv ...any) {
 	fmt.Fprintf(os.Stderr, "%s %s %s %v\n", time.Now().Format("15:04:05.000"), l.name, msg, kv)
+}
+
+// TestTrackerExcusesOnlyALossBeforeTheMove: a stateful task's owner ended
+// its instance cleanly (a release at a join), and a member that never
+// learned the task starts it. The tracker excuses that cold start only if
+// kgo lost the owner's partitions before the round that moved the task was
+// computed: the owner's report then forgot the release. A loss after that
+// round changed nothing the leader saw, so the move is flagged (before: a
+// loss at any time after the release excused it, which would hide a leader
+// moving a task cold from a live owner whose SyncGroup then failed).
+func TestTrackerExcusesOnlyALossBeforeTheMove(t *testing.T) {
+	for _, lostBefore := range []bool{true, false} {
+		t.Run(fmt.Sprintf("lost before the round: %v", lostBefore), func(t *testing.T) {
+			g := newTracker(t, mixedTopology)
+			const task = "0_0"
+			s1, s2 := newMember(g, "S1", false), newMember(g, "S2", false)
+			g.members[s1.name], g.members[s2.name] = s1, s2
+			g.stateful[task] = true
+			round := kgolearner.Round{Members: []learner.MemberMetadata{{ID: "S1-1"}, {ID: "S2-1"}}}
+			s1.startActive(task)
+			g.mu.Lock()
+			g.addRoundLocked(round)
+			s1.endLocked(task, false) // released at the next round's join
+			g.mu.Unlock()
+			if lostBefore {
+				s1.partitionsLost()
+			}
+			g.mu.Lock()
+			g.addRoundLocked(round) // the round that gives the task to S2
+			g.mu.Unlock()
+			if !lostBefore {
+				s1.partitionsLost()
+			}
+			s2.startActive(task)
+			if lostBefore {
+				require.Empty(t, g.failures, "a task released, then its owner's partitions lost before the round")
+				return
+			}
+			require.Len(t, g.failures, 1, "a task released, its owner's partitions lost after the round")
+			require.Contains(t, g.failures[0], "stateful task 0_0 moved from live member S1 to S2")
+		})
+	}
 }
