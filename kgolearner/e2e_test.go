@@ -480,8 +480,10 @@ func (m *member) startActive(task string) {
 	g.active[task] = m.name
 	g.lastOwn[task], g.ownedAt[task] = m.name, len(g.history)
 	delete(g.lostFrom, task)
-	if at, ok := g.stoppedAt[task]; ok && time.Since(at) > g.idle.d {
-		g.idle = idleSpan{task, prev, m.name, time.Since(at)}
+	if at, ok := g.stoppedAt[task]; ok {
+		if d := time.Since(at); d > g.idle.d {
+			g.idle = idleSpan{task, prev, m.name, d}
+		}
 	}
 	delete(g.stoppedAt, task)
 }

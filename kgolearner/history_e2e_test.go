@@ -323,8 +323,9 @@ func playHistory(t *testing.T, seed uint64, steps int, kind historyKind) {
 		defer g.mu.Unlock()
 		return slices.DeleteFunc(g.liveLocked(), func(m *member) bool { return leaving[m] })
 	}
-	// step is held by each step's action and by a crash at sync, so that
-	// the two never take the last staying members between them.
+	// step is held by each step, from the draw of the staying members to
+	// the end of its action, and by a crash at sync, so that the two never
+	// take the last staying members between them.
 	var step sync.Mutex
 	crashAtSync := func(m *member) {
 		step.Lock()
@@ -358,6 +359,7 @@ func playHistory(t *testing.T, seed uint64, steps int, kind historyKind) {
 	join()
 	join()
 	for range steps {
+		step.Lock()
 		reap()
 		live := staying()
 		// A member may go only while another stays to take its tasks.
@@ -379,7 +381,6 @@ func playHistory(t *testing.T, seed uint64, steps int, kind historyKind) {
 			actions = append(actions, "restart")
 		}
 		m := live[rng.IntN(len(live))]
-		step.Lock()
 		switch actions[rng.IntN(len(actions))] {
 		case "wait":
 			t.Logf("step: nothing happens")
@@ -474,6 +475,8 @@ func playHistory(t *testing.T, seed uint64, steps int, kind historyKind) {
 	g.finish()
 	g.mu.Lock()
 	g.rounds.report(t)
-	t.Logf("longest a task ran nowhere: %s, %v, from %s to %s", g.idle.task, g.idle.d.Round(time.Millisecond), g.idle.from, g.idle.to)
+	if g.idle.task != "" {
+		t.Logf("longest a task ran nowhere: %s, %v, from %s to %s", g.idle.task, g.idle.d.Round(time.Millisecond), g.idle.from, g.idle.to)
+	}
 	g.mu.Unlock()
 }

@@ -384,7 +384,7 @@ func (r *Runtime) clientOpts(ctx context.Context) []kgo.Opt {
 // later. A Runtime runs once: Run called again returns an error wrapping
 // ErrInvalidConfig at once, as it does on a Runtime not built with New.
 func (r *Runtime) Run(ctx context.Context) (err error) {
-	if r.topo == nil {
+	if !r.built() {
 		return fmt.Errorf("state: Run on a Runtime not built with New: %w", ErrInvalidConfig)
 	}
 	if r.ran.Swap(true) {
@@ -536,10 +536,14 @@ func (r *Runtime) Leave(deadline time.Time) {
 // as long as kgo waits for the broker (see Run): cancelling ctx ends
 // either wait.
 func (r *Runtime) Shutdown() {
-	if r.stop != nil { // built with New
+	if r.built() {
 		r.stopOnce.Do(func() { close(r.stop) })
 	}
 }
+
+// built reports whether New built r: the zero Runtime has no topology, no
+// stop channel, nothing to run or stop.
+func (r *Runtime) built() bool { return r.topo != nil }
 
 // fail stops the runtime with err; the first error wins. It ends the
 // writes in flight (produce), which kgo may otherwise retry for many
@@ -1061,7 +1065,7 @@ type Status struct {
 // Status returns what the member does now: nothing on a Runtime not built
 // with New.
 func (r *Runtime) Status() Status {
-	if r.topo == nil {
+	if !r.built() {
 		return Status{}
 	}
 	r.mu.Lock()
