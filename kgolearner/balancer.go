@@ -384,8 +384,29 @@ func (b *Balancer) Opts() []kgo.Opt {
 // warning does not mean a release fits the rebalance timeout: StopActive
 // is not bounded, and neither is a release commit's wait for a commit
 // already in flight, such as kgo's autocommit (see Config.CommitTimeout).
+//
+// kgo may join the group before kgo.NewClient returns, so the first
+// session can start before Bind; its PartitionsAssigned binds the client
+// it is called with if none is bound yet, so that a rejoin that session
+// asks for (a restarted static member's, say) is not lost. A Ready or
+// Leave before both does not rejoin; the member's first join reports it.
 func (b *Balancer) Bind(cl *kgo.Client) {
-	b.cl.Store(cl)
+	if b.cl.Swap(cl) != cl {
+		b.checkCommitTimeout(cl)
+	}
+}
+
+// adopt binds cl, the client a group callback runs for, unless a client is
+// bound already (see Bind).
+func (b *Balancer) adopt(cl *kgo.Client) {
+	if cl != nil && b.cl.CompareAndSwap(nil, cl) {
+		b.checkCommitTimeout(cl)
+	}
+}
+
+// checkCommitTimeout warns when Config.CommitTimeout is not under cl's
+// rebalance timeout (see Bind).
+func (b *Balancer) checkCommitTimeout(cl *kgo.Client) {
 	// A necessary condition only: the commit's wait for one already in
 	// flight is not counted, since kgo does not bound it by our deadline.
 	if rt, ok := cl.OptValue(kgo.RebalanceTimeout).(time.Duration); ok && b.commitTimeout >= rt {

@@ -93,6 +93,9 @@ type group struct {
 	rebalanceTimeout time.Duration
 	// instance holds the instance IDs (kgo.InstanceID) of static members.
 	instance map[string]string
+	// unbound holds the members whose Balancer the harness never binds
+	// (Balancer.Bind): their group callbacks bind it.
+	unbound map[string]bool
 	// wrap, when set, wraps every member's Balancer: what kgo balances
 	// with, so that a test may change what the leader is given.
 	wrap func(*kgolearner.Balancer) kgo.GroupBalancer
@@ -256,7 +259,7 @@ func newGroup(t *testing.T, topology []kgolearner.Subtopology) *group {
 // newTracker returns a group with no cluster and no members: the tracker
 // alone, which newGroup connects.
 func newTracker(t *testing.T, topology []kgolearner.Subtopology) *group {
-	return &group{t: t, topology: topology, autoCommit: 500 * time.Millisecond, session: map[string]time.Duration{}, rebalanceTimeout: 5 * time.Second, instance: map[string]string{},
+	return &group{t: t, topology: topology, autoCommit: 500 * time.Millisecond, session: map[string]time.Duration{}, rebalanceTimeout: 5 * time.Second, instance: map[string]string{}, unbound: map[string]bool{},
 		topologies: map[string][]kgolearner.Subtopology{}, members: map[string]*member{}, active: map[string]string{}, lastOwn: map[string]string{}, ownedAt: map[string]int{},
 		lostFrom: map[string]bool{}, stoppedAt: map[string]time.Time{}, stateful: map[string]bool{}, processed: map[string]map[int64][]processing{}}
 }
@@ -366,7 +369,9 @@ func (g *group) add(name string, autoReady bool) *member {
 	g.mu.Lock() // hooks read it
 	m.cl = cl
 	g.mu.Unlock()
-	b.Bind(cl)
+	if !g.unbound[name] {
+		b.Bind(cl)
+	}
 	g.mu.Lock()
 	g.members[name] = m
 	g.mu.Unlock()

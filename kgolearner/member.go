@@ -193,6 +193,7 @@ func (b *Balancer) releaseLearned(ctx context.Context, cl *kgo.Client) {
 // (Opts sets it). The session of the last sync starts: the member runs its
 // assignment's hooks, stops before starts.
 func (b *Balancer) PartitionsAssigned(ctx context.Context, cl *kgo.Client, added map[string][]int32) {
+	b.adopt(cl) // before Bind, the session's rejoin needs the client
 	b.mu.Lock()
 	var reset []string
 	if b.synced != nil && b.memberID != "" && memberIDOf(cl) != b.memberID {

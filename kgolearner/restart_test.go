@@ -200,6 +200,28 @@ func TestStaticRestartGetsLearnedTag(t *testing.T) {
 	g.finishExactly()
 }
 
+// TestStaticRestartBeforeBind: kgo may join the group before kgo.NewClient
+// returns, and Kafka answers a restarted static member's join at once
+// (KIP-345), so its first session can start before the application binds
+// the client (Balancer.Bind). The rejoin that session asks for (see
+// TestStaticRestartGetsLearnedTag) must not be lost: S2b, never bound,
+// reports its tasks all the same. (Before PartitionsAssigned bound the
+// client, the rejoin found none and was dropped, and S2b never rejoined:
+// TestStaticRestartWhileLeaving failed that way once in CI, where S2b's
+// Bind came after its first session.)
+func TestStaticRestartBeforeBind(t *testing.T) {
+	g := newStaticGroup(t)
+	r := keepRestart(g)
+	s1, s2, s3 := g.addBalanced()
+	time.Sleep(5 * heartbeatInterval) // let follow-ups settle
+
+	g.unbound["S2b"] = true
+	s2b := r.restart(s2, "S2b", true)
+	g.waitReport(s2b)
+	g.waitStable(s1, s2b, s3)
+	g.finishExactly()
+}
+
 // TestStaticRestartOfLeader: the group's leader, a static member, restarts
 // within its session. Kafka keeps the new incarnation leader and tells it
 // to skip the assignment (KIP-814). kgo then reads the members with the
