@@ -1219,3 +1219,47 @@ func TestTrackerExcusesOnlyALossBeforeTheMove(t *testing.T) {
 		})
 	}
 }
+
+// TestTrackerExcusesAHandOverToAGoneMember: S1 releases a stateful task, a
+// round gives it to S3 (its ready learner, say), and S3 never starts it.
+// S2, which never learned the task, then starts it cold. The tracker
+// excuses that only if S3 is gone: dead, or its partitions lost after that
+// round (OnPartitionsLost: it never got the assignment, and its report
+// forgets the task), so that whoever gets the task next starts it without
+// the state, as after a crash. S3 alive, or its loss before the round,
+// which the round's leader saw: a cold move the tracker flags.
+func TestTrackerExcusesAHandOverToAGoneMember(t *testing.T) {
+	for _, s3Is := range []string{"dead", "lost after the round", "lost before the round", "live"} {
+		t.Run(s3Is, func(t *testing.T) {
+			g := newTracker(t, mixedTopology)
+			const task = "0_0"
+			s1, s2, s3 := newMember(g, "S1", false), newMember(g, "S2", false), newMember(g, "S3", false)
+			for _, m := range []*member{s1, s2, s3} {
+				g.members[m.name] = m
+			}
+			g.stateful[task] = true
+			s1.startActive(task)
+			if s3Is == "lost before the round" {
+				s3.partitionsLost()
+			}
+			g.mu.Lock()
+			s1.endLocked(task, false) // released at the round's join
+			g.addRoundLocked(kgolearner.Round{
+				Members:     []learner.MemberMetadata{{ID: "S1-1"}, {ID: "S2-1"}, {ID: "S3-1"}},
+				Assignments: []learner.Assignment{{MemberID: "S3-1", Assigned: []string{task}}},
+			})
+			s3.dead = s3Is == "dead"
+			g.mu.Unlock()
+			if s3Is == "lost after the round" {
+				s3.partitionsLost()
+			}
+			s2.startActive(task)
+			if s3Is == "dead" || s3Is == "lost after the round" {
+				require.Empty(t, g.failures, "S2 starts the task handed to S3, %s", s3Is)
+				return
+			}
+			require.Len(t, g.failures, 1, "S2 starts the task handed to S3, %s", s3Is)
+			require.Contains(t, g.failures[0], "stateful task 0_0 moved from live member S1 to S2")
+		})
+	}
+}
