@@ -132,6 +132,12 @@ func playHistories(t *testing.T, steps int, kind historyKind) {
 // lock as the history's own steps.
 func (f *faultSet) inject(t *testing.T, g *group, rng *rand.Rand, m *member, kind historyKind, crashAtSync func(*member)) {
 	id, _ := m.cl.GroupMetadata()
+	if id == "" {
+		// A fault aimed at the member ID "" would strike whichever
+		// member joins next.
+		t.Logf("step: no fault: %s has not joined yet", m.name)
+		return
+	}
 	keys := []kmsg.Key{kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.OffsetCommit}
 	kinds := 4
 	if kind >= churned {
@@ -335,6 +341,7 @@ func playHistory(t *testing.T, seed uint64, steps int, kind historyKind) {
 		dead := m.dead
 		g.mu.Unlock()
 		if dead || len(others) == 0 {
+			t.Logf("fault: %s's SyncGroup is cut, and it does not crash: it is dead, or no other member stays", m.name)
 			return
 		}
 		t.Logf("fault: %s crashes at its SyncGroup", m.name)
