@@ -376,7 +376,21 @@ func newKeysApp(t *testing.T) *keysApp {
 func (a *keysApp) member(stores state.Stores, n int) {
 	a.t.Helper()
 	processed := make(chan struct{}, n)
-	_, stop := a.c.run(state.Config{
+	_, stop := a.c.run(a.config(stores, processed))
+	for range n {
+		select {
+		case <-processed:
+		case <-time.After(20 * time.Second):
+			a.t.Fatal("a record was never processed")
+		}
+	}
+	stop() // a crash: the stores keep what they hold
+}
+
+// config is the Config of a member on stores that sends to processed
+// (which must have room) at each record processed.
+func (a *keysApp) config(stores state.Stores, processed chan<- struct{}) state.Config {
+	return state.Config{
 		Subtopologies: []kgolearner.Subtopology{{Topics: []string{"in"}, Partitions: 2, Stateful: true}},
 		Stores:        stores,
 		Process: func(ctx *state.Context, rec *kgo.Record) error {
@@ -401,15 +415,7 @@ func (a *keysApp) member(stores state.Stores, n int) {
 				a.mu.Unlock()
 			},
 		},
-	})
-	for range n {
-		select {
-		case <-processed:
-		case <-time.After(20 * time.Second):
-			a.t.Fatal("a record was never processed")
-		}
 	}
-	stop() // a crash: the stores keep what they hold
 }
 
 // produce writes values to partition 0 of "in".
@@ -458,6 +464,40 @@ func TestChangelogRecordsDeleted(t *testing.T) {
 	require.Equal(t, []string{"7", "8", "9"}, a.read(kept), "keys of the state restored from a changelog that starts at offset 7")
 	require.NotEmpty(t, a.reported("task 0_0: store at changelog offset 5, outside the changelog's offsets: restoring from the start"),
 		"an Error event saying the store at offset 5 restores from the start")
+}
+
+// A changelog write the broker takes only after another writer's records
+// in its partition (held by the network while the task's next owner wrote:
+// a zombie's) leaves the store where it was, and the member's next restore
+// applies the changelog in order, the other writer's records and its own.
+// Here kfake holds a member's write of key "1" while another writer
+// appends keys "1" and "2" (input offsets 1 and 2), lands it 0.3 s after
+// the member is cancelled (within its leave's grace: the batch completes),
+// and the other writer then appends key "3". Before: the member's store
+// applied its write with a checkpoint past the other writer's records, so
+// the member, run again on it, restored key "3" only and lost "2".
+func TestLateWriteKeepsAnothersRecords(t *testing.T) {
+	a := newKeysApp(t)
+	changelog := state.ChangelogTopic("g", 0)
+	other := func(key string, next int64) {
+		a.c.produce(state.ChangelogRecord(changelog, 0, []byte(key), []byte("x"), map[string]int64{"in": next}))
+	}
+	kept := &state.MemoryStores{}
+	processed := make(chan struct{}, 10)
+	done, stop := a.c.run(a.config(kept, processed))
+	a.produce("0")
+	waitFor(t, done, processed, "record 0 processed")
+	held, land := a.c.holdNextWrite(changelog)
+	a.produce("1")
+	waitFor(t, done, held, "the write of key 1")
+	other("1", 2)
+	other("2", 3)
+	time.AfterFunc(300*time.Millisecond, land)
+	stop()
+	require.NoError(t, <-done, "Run's error once its ctx was cancelled")
+	a.produce("2", "3")
+	other("3", 4)
+	require.Equal(t, []string{"0", "1", "2", "3"}, a.read(kept), "keys of the state restored on the cancelled member's store")
 }
 
 // A store kept from a changelog topic since deleted and recreated restores

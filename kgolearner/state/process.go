@@ -514,7 +514,19 @@ func (r *Runtime) write(ctx context.Context, batch []*taskBatch) error {
 			t.pos = tb.pos
 			continue
 		}
-		cp := t.checkpoint(tb.changelog[len(tb.changelog)-1].Offset+1, tb.pos)
+		first, last := tb.changelog[0].Offset, tb.changelog[len(tb.changelog)-1].Offset
+		if ctx.Err() != nil && (first != t.cp.Changelog || last-first != int64(len(tb.changelog)-1)) {
+			// A write answered in the grace of a cancelled Run, landed
+			// after another writer's records: the group had dropped
+			// this member and the task's next owner wrote. The store
+			// never applied those records, so its checkpoint must not
+			// pass them: kept (on disk), it would restore from there
+			// when the task came back, another owner's position over
+			// its own stale values. It stays where it was; a restore
+			// applies the changelog in order, these records included.
+			continue
+		}
+		cp := t.checkpoint(last+1, tb.pos)
 		if err := t.store.Apply(tb.changes, cp); err != nil {
 			return fmt.Errorf("%w: task %s apply: %w", ErrStore, t.id, err)
 		}
