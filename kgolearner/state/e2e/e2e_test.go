@@ -62,6 +62,35 @@ func TestRandomScript(t *testing.T) {
 	})
 }
 
+// TestRandomFaultedScript plays random scripts as TestRandomScript does,
+// with faults among the steps (Config.Faults): for a random member, its
+// group requests cut for up to 1.5 s or one late, changelog writes
+// answered NOT_ENOUGH_REPLICAS or REQUEST_TIMED_OUT, a commit refused, a
+// restore's fetches failing. None stops Run by the runtime's contract (the
+// README's Failures table), so every member must keep running and the
+// final counts must be exact. One script of 8 steps with the first
+// strategy runs by default (skipped with -short); LEARNER_LONG=1 plays 3
+// seeds of 16 steps with every strategy, and LEARNER_SEED=N replays one:
+//
+//	LEARNER_LONG=1 go test -run RandomFaultedScript -v ./e2e
+func TestRandomFaultedScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the random e2e script is skipped with -short, as TestScript is")
+	}
+	seeds, steps, strategies := 1, 8, e2e.Strategies[:1]
+	if testseed.Long() {
+		seeds, steps, strategies = 3, 16, e2e.Strategies
+	}
+	testseed.Run(t, seeds, func(t *testing.T, seed uint64) {
+		cfg := e2e.Small
+		cfg.Log = t.Logf
+		cfg.Steps, cfg.Seed, cfg.Faults = steps, seed, true
+		for _, s := range strategies {
+			t.Run(s.Name, func(t *testing.T) { playScript(t, cfg, s) })
+		}
+	})
+}
+
 func playScript(t *testing.T, cfg e2e.Config, s e2e.Strategy) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
