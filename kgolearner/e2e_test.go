@@ -17,6 +17,7 @@ import (
 
 	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/learnerassignor/learner/kgolearner/internal/grouprequest"
 	"github.com/learnerassignor/learner/learnertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -701,7 +702,7 @@ func (m *member) crash() {
 	memberID, _ := m.cl.GroupMetadata()
 	drop := func(req kmsg.Request) (kmsg.Response, error, bool) {
 		g.cluster.KeepControl()
-		if memberID != "" && requestMember(req) == memberID { // "": a new member's first JoinGroup
+		if memberID != "" && grouprequest.Member(req) == memberID { // "": a new member's first JoinGroup
 			return nil, errors.New("crashed"), true
 		}
 		return nil, nil, false
@@ -740,33 +741,6 @@ func (g *group) handedToGoneLocked(task string, since int, owner, m string) bool
 		}
 	}
 	return false
-}
-
-// requestMember returns the member ID a group request is sent as, "" for
-// another request.
-func requestMember(req kmsg.Request) string {
-	switch req := req.(type) {
-	case *kmsg.JoinGroupRequest:
-		return req.MemberID
-	case *kmsg.SyncGroupRequest:
-		return req.MemberID
-	case *kmsg.HeartbeatRequest:
-		return req.MemberID
-	case *kmsg.OffsetCommitRequest:
-		return req.MemberID
-	case *kmsg.OffsetFetchRequest: // kgo's, after a SyncGroup: v8 and later name the member
-		for _, rg := range req.Groups {
-			if rg.MemberID != nil {
-				return *rg.MemberID
-			}
-		}
-	case *kmsg.LeaveGroupRequest:
-		for _, lm := range req.Members { // v3 and later name the members here
-			return lm.MemberID
-		}
-		return req.MemberID
-	}
-	return ""
 }
 
 // close shuts a member down as an application does: its poll loop stops

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/learnerassignor/learner/internal/testseed"
+	"github.com/learnerassignor/learner/kgolearner/internal/grouprequest"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -156,7 +157,7 @@ func (f *faultSet) inject(t *testing.T, g *group, rng *rand.Rand, m *member, kin
 				return nil, nil, false
 			}
 			g.cluster.KeepControl()
-			if requestMember(req) != id {
+			if grouprequest.Member(req) != id {
 				return nil, nil, false
 			}
 			g.cluster.DropControl()
@@ -185,7 +186,7 @@ func (f *faultSet) inject(t *testing.T, g *group, rng *rand.Rand, m *member, kin
 		// OffsetFetch v8 and later answer by group, where kfake checks a
 		// fault that is not top-level first.
 		h := g.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{key}, Err: err, TopLevel: key != kmsg.OffsetCommit && key != kmsg.OffsetFetch,
-			When: func(req kmsg.Request) bool { return requestMember(req) == id }})
+			When: func(req kmsg.Request) bool { return grouprequest.Member(req) == id }})
 		f.mu.Lock()
 		f.handles = append(f.handles, h)
 		f.mu.Unlock()
@@ -225,7 +226,7 @@ func (f *faultSet) inject(t *testing.T, g *group, rng *rand.Rand, m *member, kin
 					return nil, nil, false
 				}
 				g.cluster.KeepControl()
-				if requestMember(req) != id {
+				if grouprequest.Member(req) != id {
 					return nil, nil, false
 				}
 				if req.Key() == int16(kmsg.OffsetCommit) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/learnerassignor/learner"
 	"github.com/learnerassignor/learner/kgolearner"
+	"github.com/learnerassignor/learner/kgolearner/internal/grouprequest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -320,7 +321,7 @@ func TestStaticLearnerMissesJoin(t *testing.T) {
 	oid, _ := o.cl.GroupMetadata()
 	t.Logf("%s runs %s, which S3 learns", o.name, task)
 	h := g.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Err: kerr.RebalanceInProgress,
-		When: func(req kmsg.Request) bool { return requestMember(req) == oid }})
+		When: func(req kmsg.Request) bool { return grouprequest.Member(req) == oid }})
 
 	a.afterJoin() // S3's join that reports T ready gets through, its next is held
 	s3.ready(task)

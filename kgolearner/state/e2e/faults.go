@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/learnerassignor/learner/kgolearner/internal/grouprequest"
 	"github.com/learnerassignor/learner/kgolearner/state"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -155,7 +156,7 @@ func (h *harness) strike(ctx context.Context, name string, f fault) error {
 		return nil
 	}
 	changelog := state.ChangelogTopic(group, 0)
-	ofMember := func(req kmsg.Request) bool { return slices.Contains(ids, requestMember(req)) }
+	ofMember := func(req kmsg.Request) bool { return slices.Contains(ids, grouprequest.Member(req)) }
 	switch f.kind {
 	case faultCut:
 		until := time.Now().Add(f.d)
@@ -208,26 +209,6 @@ func (h *harness) waitMemberIDs(ctx context.Context, name string) ([]string, err
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// requestMember returns the member ID a group request is sent under.
-func requestMember(req kmsg.Request) string {
-	switch r := req.(type) {
-	case *kmsg.JoinGroupRequest:
-		return r.MemberID
-	case *kmsg.SyncGroupRequest:
-		return r.MemberID
-	case *kmsg.HeartbeatRequest:
-		return r.MemberID
-	case *kmsg.OffsetCommitRequest:
-		return r.MemberID
-	case *kmsg.LeaveGroupRequest:
-		if len(r.Members) > 0 {
-			return r.Members[0].MemberID
-		}
-		return r.MemberID
-	}
-	return ""
 }
 
 // partitions returns the input partitions of tasks, which are also their
